@@ -1,0 +1,159 @@
+// pybind11 bindings of the C++ core (module npupack._core). Arguments are converted and
+// checked here with the GIL held; the GIL is released for the kernels themselves.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "npupack/convert.hpp"
+#include "npupack/errors.hpp"
+#include "npupack/layout.hpp"
+#include "npupack/pack.hpp"
+
+namespace py = pybind11;
+using npupack::BlockedLayout;
+using npupack::LayoutError;
+
+namespace {
+
+using DimTuple = std::tuple<std::string, int64_t, std::vector<int64_t>, bool>;
+using AxisTuple = std::tuple<int, int, int64_t>;
+
+BlockedLayout make_layout(const std::vector<DimTuple>& dims, const std::vector<AxisTuple>& order, int64_t eb) {
+  std::vector<npupack::DimSpec> d;
+  for (const auto& t : dims) d.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t)});
+  std::vector<npupack::AxisSpec> o;
+  for (const auto& t : order) o.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t)});
+  return BlockedLayout(std::move(d), std::move(o), eb);
+}
+
+// The logical tensor must match the layout's dims exactly; returns its byte strides.
+std::vector<int64_t> logical_strides(const BlockedLayout& L, const py::array& a, const char* name) {
+  const auto& dims = L.dims();
+  if (static_cast<size_t>(a.ndim()) != dims.size()) {
+    throw LayoutError(std::string(name) + " has " + std::to_string(a.ndim()) + " dimensions, the layout has " +
+                      std::to_string(dims.size()));
+  }
+  if (a.itemsize() != L.elem_bytes()) {
+    throw LayoutError(std::string(name) + " has " + std::to_string(a.itemsize()) +
+                      "-byte elements, the layout has " + std::to_string(L.elem_bytes()));
+  }
+  std::vector<int64_t> s(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (a.shape(i) != dims[i].extent) {
+      throw LayoutError(std::string(name) + " has extent " + std::to_string(a.shape(i)) + " in dimension " +
+                        std::to_string(i) + ", the layout has " + std::to_string(dims[i].extent));
+    }
+    s[i] = a.strides(i);
+  }
+  return s;
+}
+
+char* writable_bytes(py::array& a, const char* name) {
+  if (!a.writeable()) throw LayoutError(std::string(name) + " is read-only");
+  return static_cast<char*>(a.mutable_data());
+}
+
+void check_buffer(const py::array& buf, const char* name) {
+  if (!(buf.flags() & py::array::c_style)) throw LayoutError(std::string(name) + " must be C-contiguous");
+}
+
+void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, const py::bytes& pad, bool reference) {
+  const auto strides = logical_strides(L, x, "x");
+  check_buffer(out, "out");
+  char* dst = writable_bytes(out, "out");
+  const std::string pad_bytes = pad;
+  if (!pad_bytes.empty() && static_cast<int64_t>(pad_bytes.size()) != L.elem_bytes()) {
+    throw LayoutError("pad must be one element (" + std::to_string(L.elem_bytes()) + " bytes)");
+  }
+  const char* src = static_cast<const char*>(x.data());
+  const int64_t size = out.nbytes();
+  const char* p = pad_bytes.empty() ? nullptr : pad_bytes.data();
+  py::gil_scoped_release release;
+  if (reference) npupack::pack_reference(L, src, strides, dst, size, p);
+  else npupack::pack(L, src, strides, dst, size, p);
+}
+
+void layout_unpack(const BlockedLayout& L, const py::array& buf, py::array out, bool reference) {
+  const auto strides = logical_strides(L, out, "out");
+  check_buffer(buf, "buf");
+  char* dst = writable_bytes(out, "out");
+  const char* src = static_cast<const char*>(buf.data());
+  const int64_t size = buf.nbytes();
+  py::gil_scoped_release release;
+  if (reference) npupack::unpack_reference(L, src, size, dst, strides);
+  else npupack::unpack(L, src, size, dst, strides);
+}
+
+template <class F>
+void fp16_convert(const py::array_t<F, 0>& x, py::array_t<uint16_t, 0>& out, bool nearest_away, bool saturate) {
+  if (!(x.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) || x.size() != out.size()) {
+    throw LayoutError("to_fp16: x and out must be C-contiguous with the same size");
+  }
+  const F* src = x.data();
+  uint16_t* dst = out.mutable_data();
+  const int64_t n = x.size();
+  const auto mode = nearest_away ? npupack::Fp16Rounding::NearestAway : npupack::Fp16Rounding::NearestEven;
+  py::gil_scoped_release release;
+  npupack::to_fp16(src, dst, n, mode, saturate);
+}
+
+template <class Q>
+void quantize(const py::array_t<float, 0>& w, py::array_t<Q, 0>& q, py::array_t<float, 0>& scales,
+              void (*kernel)(const float*, int64_t, int64_t, Q*, float*)) {
+  if (w.ndim() != 2 || q.ndim() != 2 || scales.ndim() != 1 || w.shape(0) != q.shape(0) ||
+      w.shape(1) != q.shape(1) || scales.shape(0) != w.shape(0) || !(w.flags() & py::array::c_style) ||
+      !(q.flags() & py::array::c_style)) {
+    throw LayoutError("quantize: w and q must be C-contiguous (blocks, block_len), scales (blocks,)");
+  }
+  const float* src = w.data();
+  Q* dst = q.mutable_data();
+  float* sc = scales.mutable_data();
+  const int64_t blocks = w.shape(0), len = w.shape(1);
+  py::gil_scoped_release release;
+  kernel(src, blocks, len, dst, sc);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "npupack C++ core: blocked-layout engine and element conversion";
+  py::register_exception<LayoutError>(m, "LayoutError", PyExc_ValueError);
+
+  py::class_<BlockedLayout>(m, "BlockedLayout")
+      .def(py::init(&make_layout), py::arg("dims"), py::arg("order"), py::arg("elem_bytes"),
+           "dims: [(name, extent, tiles, ragged)], order: [(dim, level, byte_stride or 0)] outer to inner")
+      .def_property_readonly("nbytes", &BlockedLayout::nbytes)
+      .def_property_readonly("elements", &BlockedLayout::elements)
+      .def_property_readonly("elem_bytes", &BlockedLayout::elem_bytes)
+      .def_property_readonly("has_holes", &BlockedLayout::has_holes)
+      .def_property_readonly("ragged", &BlockedLayout::ragged)
+      .def_property_readonly("axes",
+                             [](const BlockedLayout& L) {
+                               std::vector<std::tuple<int, int, int64_t, int64_t, int64_t>> r;
+                               for (const auto& a : L.axes()) r.emplace_back(a.dim, a.level, a.extent, a.weight, a.stride);
+                               return r;
+                             })
+      .def("offset_of",
+           [](const BlockedLayout& L, const std::vector<int64_t>& index) {
+             if (index.size() != L.dims().size()) throw LayoutError("index has the wrong number of dimensions");
+             return L.offset_of(index.data());
+           })
+      .def("pack", &layout_pack, py::arg("x"), py::arg("out"), py::arg("pad") = py::bytes(),
+           py::arg("reference") = false)
+      .def("unpack", &layout_unpack, py::arg("buf"), py::arg("out"), py::arg("reference") = false);
+
+  m.def("to_fp16_f32", &fp16_convert<float>, py::arg("x"), py::arg("out"), py::arg("nearest_away"), py::arg("saturate"));
+  m.def("to_fp16_f64", &fp16_convert<double>, py::arg("x"), py::arg("out"), py::arg("nearest_away"), py::arg("saturate"));
+  m.def("quantize_int8",
+        [](const py::array_t<float, 0>& w, py::array_t<int8_t, 0>& q, py::array_t<float, 0>& s) {
+          quantize<int8_t>(w, q, s, npupack::quantize_int8);
+        });
+  m.def("quantize_int16",
+        [](const py::array_t<float, 0>& w, py::array_t<int16_t, 0>& q, py::array_t<float, 0>& s) {
+          quantize<int16_t>(w, q, s, npupack::quantize_int16);
+        });
+}

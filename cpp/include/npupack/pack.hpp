@@ -1,0 +1,29 @@
+// Generic pack / unpack over any BlockedLayout.
+//
+// `logical` is the dense tensor in the layout's dim order, addressed through byte strides (any
+// sign, so non-contiguous NumPy views work without a copy). `packed` is the byte buffer of the
+// layout. The fast path walks the nest in memory order with a tight innermost loop; the
+// reference path computes offset_of for every element and exists to check the fast path.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "npupack/layout.hpp"
+
+namespace npupack {
+
+// Writes every element and, when the layout has holes, fills them with `pad` (elem_bytes
+// bytes, little-endian element value). `packed_size` must be >= layout.nbytes().
+void pack(const BlockedLayout& layout, const char* logical, const std::vector<int64_t>& logical_strides,
+          char* packed, int64_t packed_size, const char* pad);
+void pack_reference(const BlockedLayout& layout, const char* logical,
+                    const std::vector<int64_t>& logical_strides, char* packed, int64_t packed_size,
+                    const char* pad);
+
+// Reads every element back; bytes that hold no element are ignored.
+void unpack(const BlockedLayout& layout, const char* packed, int64_t packed_size, char* logical,
+            const std::vector<int64_t>& logical_strides);
+void unpack_reference(const BlockedLayout& layout, const char* packed, int64_t packed_size,
+                      char* logical, const std::vector<int64_t>& logical_strides);
+
+}  // namespace npupack

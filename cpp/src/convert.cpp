@@ -1,0 +1,107 @@
+#include "npupack/convert.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace npupack {
+
+namespace {
+
+constexpr uint16_t kMaxHalf = 0x7BFF;  // 65504
+constexpr uint16_t kInfHalf = 0x7C00;
+
+// Rounds a finite, non-zero binary value with unbiased exponent E and significand `sig`
+// (implicit bit included, `mant_bits` fraction bits) to binary16, per nvdla.md 2.2.2.
+inline uint16_t round_to_half(uint16_t sign, int E, uint64_t sig, int mant_bits, Fp16Rounding rounding,
+                              bool saturate) {
+  const uint16_t overflow = sign | (saturate ? kMaxHalf : kInfHalf);
+  if (E < -25) return sign;
+  if (E >= 16) return overflow;
+  const int shift = (mant_bits - 10) + (E < -14 ? -14 - E : 0);
+  uint64_t n = sig >> shift;
+  const uint64_t rem = sig & ((uint64_t{1} << shift) - 1);
+  const uint64_t half = uint64_t{1} << (shift - 1);
+  if (rem > half || (rem == half && (rounding == Fp16Rounding::NearestAway || (n & 1)))) ++n;
+  const uint64_t h = E >= -14 ? (static_cast<uint64_t>(E + 14) << 10) + n : n;
+  if (h >= kInfHalf) return overflow;
+  return static_cast<uint16_t>(sign | h);
+}
+
+}  // namespace
+
+uint16_t fp16_from_float(float x, Fp16Rounding rounding, bool saturate) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000);
+  const uint32_t e8 = (b >> 23) & 0xFF;
+  const uint32_t m = b & 0x7FFFFF;
+  if (e8 == 0xFF) {
+    if (m != 0) return static_cast<uint16_t>(sign | 0x7E00 | (m >> 13));  // quiet NaN, payload kept
+    return sign | (saturate ? kMaxHalf : kInfHalf);
+  }
+  if (e8 == 0) return sign;  // zero or float32 subnormal: far below half's smallest subnormal
+  return round_to_half(sign, static_cast<int>(e8) - 127, m | 0x800000u, 23, rounding, saturate);
+}
+
+uint16_t fp16_from_double(double x, Fp16Rounding rounding, bool saturate) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  const uint16_t sign = static_cast<uint16_t>((b >> 48) & 0x8000);
+  const uint64_t e11 = (b >> 52) & 0x7FF;
+  const uint64_t m = b & ((uint64_t{1} << 52) - 1);
+  if (e11 == 0x7FF) {
+    if (m != 0) return static_cast<uint16_t>(sign | 0x7E00 | (m >> 42));
+    return sign | (saturate ? kMaxHalf : kInfHalf);
+  }
+  if (e11 == 0) return sign;
+  return round_to_half(sign, static_cast<int>(e11) - 1023, m | (uint64_t{1} << 52), 52, rounding, saturate);
+}
+
+void to_fp16(const float* in, uint16_t* out, int64_t n, Fp16Rounding rounding, bool saturate) {
+  for (int64_t i = 0; i < n; ++i) out[i] = fp16_from_float(in[i], rounding, saturate);
+}
+
+void to_fp16(const double* in, uint16_t* out, int64_t n, Fp16Rounding rounding, bool saturate) {
+  for (int64_t i = 0; i < n; ++i) out[i] = fp16_from_double(in[i], rounding, saturate);
+}
+
+namespace {
+
+// nvdla/sw's quantiser, every step a separately rounded float32 operation (built with
+// -ffp-contract=off): scale = m/qmax, inv = 1/scale, q = clamp(floor(w*inv + 0.5)).
+template <class Q>
+void quantize_blocks(const float* w, int64_t blocks, int64_t len, Q* q, float* scales, float qmax, float qmin) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* wb = w + b * len;
+    Q* qb = q + b * len;
+    float m = 0.0f;
+    for (int64_t i = 0; i < len; ++i) m = std::fmax(m, std::fabs(wb[i]));
+    if (m == 0.0f) {
+      scales[b] = 0.0f;
+      for (int64_t i = 0; i < len; ++i) qb[i] = 0;
+      continue;
+    }
+    const float scale = m / qmax;
+    const float inv = 1.0f / scale;
+    scales[b] = scale;
+    for (int64_t i = 0; i < len; ++i) {
+      const float p = wb[i] * inv;
+      const float h = p + 0.5f;
+      float f = std::floor(h);
+      f = f > qmax ? qmax : (f < qmin ? qmin : f);
+      qb[i] = static_cast<Q>(f);
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_int8(const float* w, int64_t blocks, int64_t block_len, int8_t* q, float* scales) {
+  quantize_blocks<int8_t>(w, blocks, block_len, q, scales, 127.0f, -128.0f);
+}
+
+void quantize_int16(const float* w, int64_t blocks, int64_t block_len, int16_t* q, float* scales) {
+  quantize_blocks<int16_t>(w, blocks, block_len, q, scales, 32767.0f, -32768.0f);
+}
+
+}  // namespace npupack

@@ -1,0 +1,149 @@
+"""The generic blocked-layout engine, as seen from Python.
+
+A :class:`BlockedLayout` describes where every element of a logical tensor lives in a packed
+byte buffer: logical dims, each split into an outer count and inner tiles, a loop nest over those
+parts (slowest first), optional byte strides per loop, and ragged (unpadded) last blocks. Every
+dense format of npupack (NVDLA feature cubes and direct-convolution weight groups today) is one of
+these descriptors handed to the same C++ engine. See DESIGN.md, "Dense layouts are data".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from npupack import _core
+from npupack._core import LayoutError
+
+__all__ = ["Dim", "BlockedLayout"]
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One logical dimension: ``extent`` elements, split into an outer count and ``tiles``
+    (inner tile sizes, outer to inner). ``ragged=True`` (one tile only) stores the last block
+    with just ``extent % tile`` elements instead of padding it."""
+
+    name: str
+    extent: int
+    tiles: tuple[int, ...] = field(default_factory=tuple)
+    ragged: bool = False
+
+
+class BlockedLayout:
+    """A dense packed layout on the C++ engine.
+
+    Parameters
+    ----------
+    dims : sequence of Dim
+        Logical dimensions in the order of the logical tensor's axes.
+    order : sequence of (dim name, level)
+        The loop nest, slowest first. Level 0 is a dim's outer count, level j its j-th tile.
+        Each part appears once; a dim's parts appear outer to inner. A later tile takes the
+        lower digits of the logical index.
+    dtype : numpy dtype
+        Element type; its itemsize (1, 2, 4 or 8 bytes) is the element size.
+    byte_strides : mapping (dim name, level) -> int, optional
+        Explicit byte strides for some loops; the others are packed against the loops inside
+        them. Not allowed together with ragged dims.
+
+    Raises
+    ------
+    LayoutError
+        Extents or tiles < 1, a part missing or out of order, a stride that is not a multiple of
+        the element size or smaller than the bytes of the loops inside it, or size arithmetic
+        that overflows 64 bits.
+    """
+
+    def __init__(self, dims: Sequence[Dim], order: Sequence[tuple[str, int]], dtype,
+                 byte_strides: Mapping[tuple[str, int], int] | None = None):
+        self.dims = tuple(dims)
+        self.dtype = np.dtype(dtype)
+        names = [d.name for d in self.dims]
+        if len(set(names)) != len(names):
+            raise LayoutError(f"dims: names must be unique, got {names}")
+        strides = dict(byte_strides or {})
+        core_order = []
+        for name, level in order:
+            if name not in names:
+                raise LayoutError(f"order: unknown dim {name!r}; dims are {names}")
+            core_order.append((names.index(name), int(level), int(strides.pop((name, level), 0))))
+        if strides:
+            raise LayoutError(f"byte_strides: {sorted(strides)} are not loops of the order")
+        self.order = tuple((n, int(lv)) for n, lv in order)
+        self._core = _core.BlockedLayout(
+            [(d.name, int(d.extent), [int(t) for t in d.tiles], bool(d.ragged)) for d in self.dims],
+            core_order, self.dtype.itemsize)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Logical shape (elements)."""
+        return tuple(d.extent for d in self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the packed buffer: from offset 0 to the end of the last element slot."""
+        return self._core.nbytes
+
+    @property
+    def has_holes(self) -> bool:
+        """True when some packed bytes hold no element (padded tiles or stride gaps)."""
+        return self._core.has_holes
+
+    def offset_of(self, index: Sequence[int]) -> int:
+        """Byte offset of the element at logical ``index``. This is the specification the
+        packers are tested against. Raises LayoutError for an index out of range."""
+        return self._core.offset_of([int(i) for i in index])
+
+    def pack(self, x: np.ndarray, *, out: np.ndarray | None = None, pad_value=0,
+             reference: bool = False) -> np.ndarray:
+        """Pack logical ``x`` (shape ``self.shape``, itemsize of ``self.dtype``; any strides)
+        into a 1-D uint8 buffer of ``nbytes`` bytes (or the first ``nbytes`` bytes of ``out``),
+        holes filled with ``pad_value``. ``reference=True`` uses the slow offset_of-per-element
+        path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small or
+        read-only; TypeError for an ``out`` that is not uint8."""
+        buf = _out_buffer(out, self.nbytes)
+        pad = np.asarray(pad_value, dtype=self.dtype).tobytes()
+        self._core.pack(x, buf, pad, reference)
+        return buf[: self.nbytes]
+
+    def unpack(self, buf: np.ndarray, *, out: np.ndarray | None = None, reference: bool = False) -> np.ndarray:
+        """Read the logical tensor (shape ``self.shape``, dtype ``self.dtype``) back from the
+        packed ``buf`` (uint8, at least ``nbytes`` bytes). Bytes holding no element are ignored."""
+        buf = as_byte_buffer(buf, "buf")
+        if out is None:
+            out = np.empty(self.shape, dtype=self.dtype)
+        self._core.unpack(buf, out, reference)
+        return out
+
+
+def as_byte_buffer(buf, name: str) -> np.ndarray:
+    """View a bytes-like / uint8 array argument as a 1-D C-contiguous uint8 array (no copy when
+    possible). Raises TypeError when it is not made of bytes."""
+    arr = np.asarray(buf) if not isinstance(buf, (bytes, bytearray, memoryview)) else np.frombuffer(buf, np.uint8)
+    if arr.dtype != np.uint8:
+        raise TypeError(f"{name}: expected a uint8 byte buffer, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr).reshape(-1)
+
+
+def _out_buffer(out: np.ndarray | None, nbytes: int) -> np.ndarray:
+    if out is None:
+        return np.empty(nbytes, dtype=np.uint8)
+    return check_out(out, nbytes)
+
+
+def check_out(out: np.ndarray, nbytes: int) -> np.ndarray:
+    """Validate a caller's ``out=`` buffer: a writable, C-contiguous uint8 ndarray of at least
+    ``nbytes`` bytes. Returns it flattened (a view). Raises TypeError / LayoutError."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out: expected a numpy uint8 array, got {type(out).__name__}")
+    if out.dtype != np.uint8:
+        raise TypeError(f"out: expected dtype uint8, got {out.dtype}")
+    if not out.flags.c_contiguous:
+        raise LayoutError("out: must be C-contiguous")
+    if not out.flags.writeable:
+        raise LayoutError("out: is read-only; pass a writable buffer")
+    if out.size < nbytes:
+        raise LayoutError(f"out: holds {out.size} bytes, {nbytes} are needed")
+    return out.reshape(-1)

@@ -1,0 +1,13 @@
+"""NVDLA in-memory formats (spec nvdla.md; seed "In-memory data formats")."""
+from npupack.nvdla.config import (NV_FULL, NV_LARGE, NV_MEDIUM_512, NV_MEDIUM_1024_FULL, NV_SMALL, NV_SMALL_256,
+                                  PRECISIONS, Config, element_size)
+from npupack.nvdla.convert import quantize_weights, to_fp16
+from npupack.nvdla.feature import FeatureStrides, feature_layout, feature_strides, pack_feature, unpack_feature
+from npupack.nvdla.weights import WeightSurfaces, dc_layout, pack_weights, unpack_weights, weights_nbytes
+
+__all__ = [
+    "Config", "PRECISIONS", "NV_FULL", "NV_LARGE", "NV_SMALL", "NV_SMALL_256", "NV_MEDIUM_512",
+    "NV_MEDIUM_1024_FULL", "element_size", "to_fp16", "quantize_weights", "FeatureStrides",
+    "feature_strides", "feature_layout", "pack_feature", "unpack_feature", "WeightSurfaces",
+    "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout",
+]

@@ -1,0 +1,303 @@
+"""NVDLA weights: the common entry point and direct-convolution (DC) weights, including grouped
+convolution (spec nvdla.md sections 5, 6 and 7; seed "Weight Format", "Basic Weight for Direct
+Convolution").
+
+DC order: kernel groups of ``kpg`` kernels (the last one short, not padded), inside each group
+channel blocks of ``cb`` channels (the last one short, not padded), inside each block ``r``, ``s``,
+then the group's kernels, then the block's channels (fastest)::
+
+    for k0 in K groups: for c0 in C blocks: for r: for s: for k in group: for c in block: emit w[k][c][r][s]
+
+On the engine this is dims K (one ragged tile of kpg), C (one ragged tile of cb), R, S with the
+nest ``K/kpg, C/cb, R, S, kpg, cb``. The surface is then zero-padded to
+``config.weight_size_alignment`` bytes (spec 5.3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from npupack.errors import LayoutError, UnsupportedError
+from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out
+from npupack.nvdla.config import NV_FULL, Config, element_size
+from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
+
+__all__ = ["WeightSurfaces", "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout"]
+
+_KINDS = ("dc", "image", "winograd", "deconv")
+
+
+@dataclass(frozen=True)
+class WeightSurfaces:
+    """Packed weights of one layer (nvdla.md 5.4).
+
+    Attributes
+    ----------
+    weight : numpy.ndarray
+        uint8, the weight surface including its zero tail (``surface_bytes`` bytes).
+    wmb, wgs : numpy.ndarray or None
+        Compressed-weight mask and group sizes; None when uncompressed.
+    kind, precision : str
+        ``"dc"``; ``"int8"``, ``"int16"`` or ``"fp16"``.
+    shape : tuple
+        Logical input shape ``(K, C, R, S)`` (grouped: ``(K, C/groups, R, S)``).
+    packed_shape : tuple
+        ``(K', C', R', S')`` of the mapped tensor (grouped: C' = total input channels).
+    kernel_groups : int
+        ``ceil(K' / kpg)``.
+    bytes_per_kernel : int
+        ``C' * R' * S' * es`` bytes (register BYTE_PER_KERNEL + 1).
+    meaningful_bytes : int
+        ``K' * bytes_per_kernel``: the mapped stream without tail.
+    post_extension : int
+        1 for DC weights.
+    groups : int
+        Convolution groups of the logical weights.
+    config : Config
+        The configuration packed for (needed to unpack).
+    phase : tuple or None
+        Deconvolution stride phase; None otherwise.
+    """
+
+    weight: np.ndarray
+    kind: str
+    precision: str
+    shape: tuple
+    packed_shape: tuple
+    kernel_groups: int
+    bytes_per_kernel: int
+    meaningful_bytes: int
+    config: Config = field(repr=False)
+    groups: int = 1
+    post_extension: int = 1
+    wmb: Optional[np.ndarray] = None
+    wgs: Optional[np.ndarray] = None
+    phase: Optional[tuple] = None
+
+    @property
+    def surface_bytes(self) -> int:
+        """Bytes of the weight surface (meaningful bytes rounded up to the tail alignment)."""
+        return int(self.weight.size)
+
+    @property
+    def alignment(self) -> int:
+        """Size alignment of the weight surface, bytes."""
+        return self.config.weight_size_alignment
+
+
+def _kcrs(shape, name: str) -> tuple[int, int, int, int]:
+    shape = tuple(shape)
+    if len(shape) != 4:
+        raise LayoutError(f"{name}: expected weights (K, C, R, S), got {len(shape)} dimensions {shape}")
+    for v in shape:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}: dimensions must be integers, got {shape}")
+        if v < 1:
+            raise LayoutError(f"{name}: every dimension must be >= 1, got {shape} (nvdla.md 5.1)")
+    return tuple(int(v) for v in shape)
+
+
+def _check_groups(groups, k: int) -> int:
+    if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)):
+        raise TypeError(f"groups: expected an integer, got {groups!r}")
+    if groups < 1:
+        raise LayoutError(f"groups: must be >= 1, got {groups}")
+    if k % groups:
+        raise LayoutError(f"groups: K = {k} is not divisible by groups = {groups} (nvdla.md 7.1)")
+    return int(groups)
+
+
+def dc_layout(packed_shape, precision: str, config: Config = NV_FULL) -> BlockedLayout:
+    """The engine descriptor of DC weights ``(K, C, R, S)`` (dense, i.e. after grouped
+    densification): ragged K tiles of ``kpg`` and C tiles of ``cb``, nest ``K/kpg, C/cb, R, S,
+    kpg, cb`` (nvdla.md 6.1). Its ``nbytes`` is the meaningful byte count (no tail)."""
+    k, c, r, s = _kcrs(packed_shape, "shape")
+    return BlockedLayout(
+        [Dim("K", k, (config.kernels_per_group(precision),), ragged=True),
+         Dim("C", c, (config.channels_per_block,), ragged=True), Dim("R", r), Dim("S", s)],
+        [("K", 0), ("C", 0), ("R", 0), ("S", 0), ("K", 1), ("C", 1)],
+        _TARGET_DTYPE[precision])
+
+
+def _roundup(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: int = 1, kind: str = "dc") -> int:
+    """Size in bytes of the weight surface ``pack_weights`` would produce, without packing.
+
+    ``shape`` is the logical ``(K, C, R, S)`` (grouped: ``(K, C/groups, R, S)``). The result is
+    ``roundup(K * C_total * R * S * es, config.weight_size_alignment)`` (nvdla.md 5.3).
+    Raises LayoutError / UnsupportedError as :func:`pack_weights`.
+    """
+    _check_kind(kind)
+    config.require_precision(precision)
+    k, c, r, s = _kcrs(shape, "shape")
+    g = _check_groups(groups, k)
+    meaningful = k * c * g * r * s * element_size(precision)
+    if meaningful >= 2**63:
+        raise LayoutError(f"shape {tuple(shape)}: the packed size overflows 64 bits")
+    return _roundup(meaningful, config.weight_size_alignment)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in _KINDS:
+        raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
+    if kind != "dc":
+        raise UnsupportedError(f"kind: {kind!r} weights are not implemented in this version of npupack; "
+                               "only 'dc' (direct convolution, including grouped) is")
+
+
+def _densify(w: np.ndarray, groups: int) -> np.ndarray:
+    """Grouped ``(K, C/G, R, S)`` -> dense ``(K, C, R, S)`` with zeros outside each group's
+    channels (nvdla.md 7.1)."""
+    if groups == 1:
+        return w
+    k, cg, r, s = w.shape
+    kg = k // groups
+    dense = np.zeros((groups, kg, groups, cg, r, s), dtype=w.dtype)
+    g = np.arange(groups)
+    dense[g, :, g] = w.reshape(groups, kg, cg, r, s)
+    return dense.reshape(k, groups * cg, r, s)
+
+
+def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
+                 groups: int = 1, stride=(1, 1), pixel_format=None, post_extension="auto",
+                 compress=False, rounding: str = "nearest_even", saturate: bool = True,
+                 scale: float = 1.0, allow_nan: bool = False, out=None) -> WeightSurfaces:
+    """Pack convolution weights into an NVDLA weight surface (nvdla.md 5, 6, 7; seed "Basic
+    Weight for Direct Convolution").
+
+    Parameters
+    ----------
+    w : array_like, (K, C, R, S); grouped: (K, C/groups, R, S)
+        int8, uint8, int16, uint16, float16, float32 or float64. Float weights for an int8/int16
+        target must be quantised first (:func:`quantize_weights`). Any strides; not modified.
+    kind : {"dc"}
+        Direct convolution. ("image", "winograd", "deconv" raise UnsupportedError in this
+        version.)
+    precision : {"int8", "int16", "fp16"}, optional
+        Inferred from the dtype when omitted (int8, int16, float -> fp16); must be in
+        ``config.precisions``.
+    config : Config
+        Hardware configuration: kernels per group, channels per block, tail alignment.
+    groups : int
+        Convolution groups; the weights are densified to ``(K, C, R, S)`` (nvdla.md 7.1).
+    stride, pixel_format, post_extension, compress, scale
+        Accepted for the common signature (nvdla.md 5.1); for DC weights ``post_extension``
+        must be "auto" or 1, ``compress`` False, ``scale`` 1.0, ``pixel_format`` None.
+    rounding, saturate
+        fp16 conversion of float input (:func:`to_fp16`).
+    allow_nan : bool
+        NaN in float weights is a ValueError unless True.
+    out : numpy.ndarray of uint8, optional
+        Writable C-contiguous buffer of at least ``surface_bytes``; the surface is written to
+        its first ``surface_bytes`` bytes and ``weight`` is a view of them.
+
+    Returns
+    -------
+    WeightSurfaces
+        ``weight`` is uint8 of ``roundup(K*C*R*S*es, config.weight_size_alignment)`` bytes
+        (C = total input channels), little-endian elements in DC order, zero tail.
+
+    Raises
+    ------
+    TypeError
+        Unsupported dtype; float weights for an int target; ``out`` not uint8.
+    LayoutError
+        ``w`` not 4-d; a dimension < 1; K not divisible by groups; ``out`` too small or
+        read-only; a size that overflows.
+    UnsupportedError
+        A precision the config lacks; a kind or option not available for DC weights.
+    ValueError
+        NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``.
+    """
+    if not isinstance(config, Config):
+        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+    _check_kind(kind)
+    arr = np.asarray(w)
+    k, cg, r, s = _kcrs(arr.shape, "w")
+    g = _check_groups(groups, k)
+    _check_dc_options(stride, pixel_format, post_extension, compress, scale)
+    precision = infer_precision(arr.dtype, precision, config, "w")
+    _check_rounding(rounding)
+
+    packed_shape = (k, cg * g, r, s)
+    layout = dc_layout(packed_shape, precision, config)
+    meaningful = layout.nbytes
+    surface = _roundup(meaningful, config.weight_size_alignment)
+    buf = check_out(out, surface)[:surface] if out is not None else np.empty(surface, dtype=np.uint8)
+
+    elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
+    layout.pack(_densify(elems, g), out=buf)
+    buf[meaningful:] = 0
+    es = element_size(precision)
+    return WeightSurfaces(
+        weight=buf, kind="dc", precision=precision, shape=(k, cg, r, s), packed_shape=packed_shape,
+        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=cg * g * r * s * es,
+        meaningful_bytes=meaningful, config=config, groups=g)
+
+
+def _check_dc_options(stride, pixel_format, post_extension, compress, scale) -> None:
+    try:
+        sy, sx = (int(v) for v in stride)
+    except (TypeError, ValueError):
+        raise TypeError(f"stride: expected (stride_y, stride_x), got {stride!r}") from None
+    if sy < 1 or sx < 1:
+        raise LayoutError(f"stride: must be >= 1, got {stride!r}")
+    if pixel_format is not None:
+        raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
+    if post_extension not in ("auto", 1):
+        raise UnsupportedError(f"post_extension: {post_extension!r} is only possible for image-input weights; "
+                               "DC weights take 'auto' or 1 (nvdla.md 5.1)")
+    if compress not in (False, None):
+        raise UnsupportedError("compress: sparse weight compression is not implemented in this version")
+    if scale != 1.0:
+        raise ValueError(f"scale: {scale!r}; a scale other than 1.0 is only for int8/int16 Winograd weights "
+                         "(nvdla.md 5.1)")
+
+
+def unpack_weights(surfaces: WeightSurfaces, *, logical: bool = True) -> np.ndarray:
+    """Invert :func:`pack_weights` for DC weights (nvdla.md 5.5).
+
+    Parameters
+    ----------
+    surfaces : WeightSurfaces
+        As returned by ``pack_weights`` (``weight`` may be replaced by bytes read back from
+        memory, at least ``meaningful_bytes`` long).
+    logical : bool
+        True: return the logical weights ``surfaces.shape`` (grouped: the ``(K, C/groups, R, S)``
+        diagonal blocks); False: the dense ``packed_shape`` tensor.
+
+    Returns
+    -------
+    numpy.ndarray
+        int8, int16 or float16 (by ``surfaces.precision``).
+
+    Raises
+    ------
+    TypeError
+        ``surfaces`` is not a WeightSurfaces.
+    UnsupportedError
+        Compressed or non-DC surfaces.
+    LayoutError
+        ``weight`` shorter than ``meaningful_bytes``.
+    """
+    if not isinstance(surfaces, WeightSurfaces):
+        raise TypeError(f"surfaces: expected WeightSurfaces, got {type(surfaces).__name__}")
+    if surfaces.kind != "dc" or surfaces.wmb is not None:
+        raise UnsupportedError(f"surfaces: unpacking {surfaces.kind!r} weights is not implemented in this version")
+    data = as_byte_buffer(surfaces.weight, "surfaces.weight")
+    layout = dc_layout(surfaces.packed_shape, surfaces.precision, surfaces.config)
+    if data.size < layout.nbytes:
+        raise LayoutError(f"surfaces.weight: holds {data.size} bytes, {layout.nbytes} are needed")
+    dense = layout.unpack(data)
+    if not logical or surfaces.groups == 1:
+        return dense
+    k, cg = surfaces.shape[0], surfaces.shape[1]
+    g = surfaces.groups
+    blocks = dense.reshape(g, k // g, g, cg, *dense.shape[2:])
+    idx = np.arange(g)
+    return blocks[idx, :, idx].reshape(surfaces.shape)
