@@ -1,0 +1,5 @@
+import sys
+
+from npupack.cli import main
+
+sys.exit(main())

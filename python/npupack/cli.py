@@ -1,0 +1,90 @@
+"""The ``npupack`` command line."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from npupack import __version__
+
+__all__ = ["main"]
+
+
+def _cmd_pack(args) -> int:
+    from npupack.job import pack_model
+    from npupack.nvdla import Config
+    from npupack.zoo import resolve_model
+
+    config = Config.named(args.target)
+    model = resolve_model(args.model)
+    manifest = pack_model(model, args.output, config=config, precision=args.precision, quantize=args.quantize,
+                          progress=not args.no_progress)
+    s = manifest["summary"]
+    print(f"npupack: {s['layers']} conv layers of {model.name}: {s['packed']} packed, {s['unsupported']} "
+          f"unsupported, {s['error']} failed; {s['bytes_in']} bytes in, {s['bytes_out']} bytes out; "
+          f"{s['seconds']:.2f} s -> {Path(args.output) / 'manifest.json'}")
+    for layer in manifest["layers"]:
+        if layer["status"] == "error":
+            print(f"npupack: layer {layer['name']}: {layer['reason']}", file=sys.stderr)
+    return 1 if s["error"] else 0
+
+
+def _cmd_fetch(args) -> int:
+    from npupack.zoo import fetch_model
+
+    print(fetch_model(args.name, cache=args.cache_dir, quiet=True))
+    return 0
+
+
+def _cmd_inspect(args) -> int:
+    from npupack.model import load_onnx
+    from npupack.zoo import resolve_model
+
+    layers = load_onnx(resolve_model(args.model))
+    for layer in layers:
+        shape = "x".join(map(str, layer.weights.shape)) if layer.weights is not None else "?"
+        print(f"{layer.name:32s} {layer.op_type:14s} w={shape:16s} group={layer.group:<4d} "
+              f"strides={list(layer.strides)} pads={list(layer.pads)}" + (f"  ({layer.note})" if layer.note else ""))
+    print(f"{len(layers)} convolution layers")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from npupack.zoo import MODELS
+
+    p = argparse.ArgumentParser(prog="npupack", description="Pack neural-network tensors into accelerator layouts.")
+    p.add_argument("--version", action="version", version=f"npupack {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    pk = sub.add_parser("pack", help="pack every Conv layer of an ONNX model as NVDLA DC weights")
+    pk.add_argument("model", help=f"an .onnx file, or a known model name ({', '.join(sorted(MODELS))})")
+    pk.add_argument("--target", default="nv_full", help="NVDLA configuration (default nv_full)")
+    pk.add_argument("--precision", default="int8", choices=["int8", "int16", "fp16"])
+    pk.add_argument("--quantize", default="per_filter", choices=["per_filter", "per_kernel"],
+                    help="quantisation blocks for int8/int16 (default per_filter)")
+    pk.add_argument("-o", "--output", required=True, help="output directory")
+    pk.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pk.set_defaults(func=_cmd_pack)
+
+    fm = sub.add_parser("fetch-model", help="download a known real model into the cache and print its path")
+    fm.add_argument("name", choices=sorted(MODELS))
+    fm.add_argument("--cache-dir", type=Path, default=None)
+    fm.set_defaults(func=_cmd_fetch)
+
+    ins = sub.add_parser("inspect", help="list the convolution layers of an ONNX model")
+    ins.add_argument("model")
+    ins.set_defaults(func=_cmd_inspect)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as e:
+        print(f"npupack: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

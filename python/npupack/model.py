@@ -1,0 +1,146 @@
+"""ONNX model ingestion: the convolution layers of a model, with their weights as NumPy arrays.
+
+Needs the ``onnx`` package (``pip install "npupack[onnx]"``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["ConvLayer", "load_onnx"]
+
+_CONV_OPS = ("Conv", "ConvTranspose")
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """One convolution node of a model.
+
+    Attributes
+    ----------
+    name : str
+        Node name (``"<op>_<index>"`` when the model leaves it empty).
+    op_type : str
+        ``"Conv"`` or ``"ConvTranspose"``.
+    weights : numpy.ndarray or None
+        float32. ``Conv``: ``(K, C/group, R, S)``; ``ConvTranspose``: ONNX order
+        ``(C_in, K_out/group, R, S)``. None when the weights are not a constant of the model
+        (then ``note`` says why).
+    bias : numpy.ndarray or None
+        float32 ``(K,)``, or None.
+    strides, dilations : tuple of int
+        ``(y, x)`` for 2-D convolutions (ONNX order, H then W).
+    pads : tuple of int
+        ONNX order ``(top, left, bottom, right)``.
+    group : int
+        Convolution groups.
+    auto_pad : str
+        ONNX ``auto_pad`` attribute (``"NOTSET"`` by default).
+    note : str or None
+        Why the layer cannot be packed as a plain 2-D convolution, if it cannot.
+    """
+
+    name: str
+    op_type: str
+    weights: Optional[np.ndarray]
+    bias: Optional[np.ndarray]
+    strides: tuple
+    pads: tuple
+    dilations: tuple
+    group: int
+    auto_pad: str = "NOTSET"
+    note: Optional[str] = None
+
+
+def _import_onnx():
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as e:  # pragma: no cover - exercised only without the extra
+        raise ImportError('reading ONNX models needs the onnx package: pip install "npupack[onnx]"') from e
+    return onnx, numpy_helper
+
+
+def _constants(graph, numpy_helper) -> dict:
+    """Every tensor the graph holds as data: initializers, Constant nodes (``value``
+    attribute), and Identity nodes that forward one of those."""
+    consts = {t.name: t for t in graph.initializer}
+    arrays: dict = {}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value" and node.output:
+                    consts[node.output[0]] = attr.t
+        elif node.op_type == "Identity" and node.input and node.input[0] in consts and node.output:
+            consts[node.output[0]] = consts[node.input[0]]
+
+    def get(name: str):
+        if name not in arrays and name in consts:
+            arrays[name] = numpy_helper.to_array(consts[name])
+        return arrays.get(name)
+
+    return get
+
+
+def load_onnx(path) -> list:
+    """Read the convolution layers of an ONNX model.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An ``.onnx`` file (external data beside it is loaded too).
+
+    Returns
+    -------
+    list of ConvLayer
+        Every ``Conv`` and ``ConvTranspose`` node in graph order. Weights come from
+        initializers or from ``Constant`` nodes (directly or through ``Identity``), converted
+        to float32.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        The file is not a readable ONNX model.
+    ImportError
+        The ``onnx`` package is not installed.
+    """
+    onnx, numpy_helper = _import_onnx()
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"path: no such model file: {path}")
+    try:
+        model = onnx.load(path)
+    except Exception as e:  # onnx raises DecodeError and friends
+        raise ValueError(f"path: {path} is not a readable ONNX model ({e})") from e
+    get = _constants(model.graph, numpy_helper)
+    layers = []
+    for index, node in enumerate(model.graph.node):
+        if node.op_type not in _CONV_OPS:
+            continue
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        name = node.name or f"{node.op_type}_{index}"
+        w = get(node.input[1]) if len(node.input) > 1 else None
+        b = get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        note = None
+        if w is None:
+            note = "weights are computed at run time, not stored in the model"
+        elif w.ndim != 4:
+            note = f"{w.ndim - 2}-d convolution; only 2-d convolutions are packed"
+        nd = 2 if w is None or w.ndim < 3 else w.ndim - 2
+        auto_pad = attrs.get("auto_pad", b"NOTSET")
+        layers.append(ConvLayer(
+            name=name, op_type=node.op_type,
+            weights=None if w is None else np.asarray(w, dtype=np.float32),
+            bias=None if b is None else np.asarray(b, dtype=np.float32),
+            strides=tuple(int(v) for v in attrs.get("strides", [1] * nd)),
+            pads=tuple(int(v) for v in attrs.get("pads", [0] * (2 * nd))),
+            dilations=tuple(int(v) for v in attrs.get("dilations", [1] * nd)),
+            group=int(attrs.get("group", 1)),
+            auto_pad=auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad),
+            note=note))
+    return layers
