@@ -127,7 +127,8 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     seconds = time.perf_counter() - t0
     counts = {s: sum(e["status"] == s for e in entries) for s in ("packed", "unsupported", "error")}
     manifest = {
-        "npupack_version": __version__, "format": "nvdla", "target": config.name, "config": asdict(config),
+        "npupack_version": __version__, "format": "nvdla", "target": config.name,
+        "config": {**asdict(config), "precisions": list(config.precisions)},
         "precision": precision, "model": {"file": model_path.name, "sha256": _file_sha256(model_path)},
         "layers": entries,
         "summary": {"layers": len(entries), **counts, "bytes_in": bytes_in, "bytes_out": bytes_out,

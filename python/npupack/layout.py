@@ -72,6 +72,9 @@ class BlockedLayout:
         if strides:
             raise LayoutError(f"byte_strides: {sorted(strides)} are not loops of the order")
         self.order = tuple((n, int(lv)) for n, lv in order)
+        if any(v >= 2**63 for d in self.dims for v in (d.extent, *d.tiles)) or \
+                any(s >= 2**63 for _, _, s in core_order):
+            raise LayoutError("dims/byte_strides: a value does not fit in 64 bits (size arithmetic overflows)")
         self._core = _core.BlockedLayout(
             [(d.name, int(d.extent), [int(t) for t in d.tiles], bool(d.ragged)) for d in self.dims],
             core_order, self.dtype.itemsize)

