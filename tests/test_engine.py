@@ -150,3 +150,23 @@ def test_pack_argument_errors():
         layout.unpack(np.zeros(7, np.uint8))
     with pytest.raises(LayoutError, match="out of range"):
         layout.offset_of([4])
+
+
+@given(st.sampled_from([1, 2, 4, 8]), st.integers(1, 40), st.integers(1, 40), st.integers(0, 6),
+       st.booleans(), st.integers(0, 2**32))
+def test_transposing_layouts_hit_simd_blocks(eb, rows, cols, tile, unpack_strided, seed):
+    """(a, b) stored b-major: the engine runs this as a blocked 2-D transpose; sizes up to 40 cover
+    the SIMD blocks (16x8, 8x8, 4x4) and their scalar edges, with and without a padded tile."""
+    dtype = np.dtype(f"u{eb}")
+    dims = [Dim("a", rows, (tile,) if tile else ()), Dim("b", cols)]
+    order = [("a", 0), ("b", 0), ("a", 1)] if tile else [("b", 0), ("a", 0)]
+    layout = BlockedLayout(dims, order, dtype)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 2**(8 * eb) - 1, size=(rows, cols), dtype=dtype, endpoint=True)
+    packed = layout.pack(x)
+    assert np.array_equal(packed, layout.pack(x, reference=True))
+    if not tile:
+        assert np.array_equal(packed.view(dtype), x.T.reshape(-1))
+    out = np.zeros((rows, 2 * cols), dtype)[:, ::2] if unpack_strided else None
+    back = layout.unpack(packed, out=out)
+    assert np.array_equal(back, x)

@@ -6,6 +6,7 @@
 
 #include "npupack/checked.hpp"
 #include "npupack/errors.hpp"
+#include "npupack/transpose.hpp"
 
 namespace npupack {
 
@@ -45,18 +46,30 @@ RunFn run_for(int64_t eb) {
   }
 }
 
-// Walks the layout's nest in memory order. For each loop it knows the logical byte step and
-// the packed byte stride, and it stops each loop at the last position that is inside the
-// logical extent (padded positions are skipped: pack pre-fills them, unpack ignores them).
-class Walker {
+// Executes a layout as a plan of loops. Adjacent loops that are contiguous on both sides are
+// merged; when the logical side is contiguous along a loop other than the innermost one (NCHW
+// input: W; KCRS weights: R*S), that loop is moved next to the innermost and the pair runs as a
+// blocked 2-D transpose. Loops over padded or ragged dims stop at the logical extent (pack has
+// pre-filled the holes, unpack ignores them). Loop order does not change any element's address,
+// only the order of the writes.
+class Executor {
  public:
-  Walker(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed)
-      : L_(L), to_packed_(to_packed), run_(run_for(L.elem_bytes())) {
+  Executor(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed)
+      : L_(L), to_packed_(to_packed), eb_(L.elem_bytes()), run_(run_for(L.elem_bytes())) {
     const auto& axes = L.axes();
-    lstep_.resize(axes.size());
-    for (size_t a = 0; a < axes.size(); ++a) lstep_[a] = axes[a].weight * logical_strides[axes[a].dim];
+    const auto& dims = L.dims();
+    std::vector<int64_t> padded(dims.size(), 1);
+    for (const auto& ax : axes) padded[ax.dim] *= ax.extent;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const auto& ax = axes[a];
+      const bool exact = !dims[ax.dim].ragged && padded[ax.dim] == dims[ax.dim].extent;
+      loops_.push_back(Loop{static_cast<int>(a), ax.dim, ax.extent, ax.weight,
+                            ax.weight * logical_strides[ax.dim], ax.stride, exact});
+    }
+    merge_contiguous();
+    transpose_ = move_transpose_partner();
     idx_.assign(axes.size(), 0);
-    base_.assign(L.dims().size(), 0);
+    base_.assign(dims.size(), 0);
   }
 
   void run(const char* logical_in, char* logical_out, const char* packed_in, char* packed_out) {
@@ -65,10 +78,64 @@ class Walker {
   }
 
  private:
-  int64_t count(size_t a) const {
-    const auto& ax = L_.axes()[a];
-    const int64_t left = L_.dims()[ax.dim].extent - base_[ax.dim];
-    return std::min(ax.extent, ceil_div(left, ax.weight));
+  struct Loop {
+    int axis;        // innermost layout axis of this loop (stride and count are taken from it)
+    int dim;
+    int64_t extent;  // full loop count
+    int64_t weight;  // logical-index weight of one step
+    int64_t lstep;   // logical byte step
+    int64_t pstep;   // packed byte step (non-ragged layouts)
+    bool exact;      // always runs its full extent and influences no other loop's count or stride
+  };
+
+  void merge_contiguous() {
+    std::vector<Loop> merged;
+    for (const Loop& lp : loops_) {
+      if (!merged.empty()) {
+        Loop& outer = merged.back();
+        const bool packed_ok = L_.ragged() || outer.pstep == lp.extent * lp.pstep;
+        if (outer.exact && lp.exact && outer.lstep == lp.extent * lp.lstep && packed_ok) {
+          outer.axis = lp.axis;
+          outer.dim = lp.dim;
+          outer.extent *= lp.extent;
+          outer.weight = lp.weight;
+          outer.lstep = lp.lstep;
+          outer.pstep = lp.pstep;
+          continue;
+        }
+      }
+      merged.push_back(lp);
+    }
+    loops_.swap(merged);
+  }
+
+  bool move_transpose_partner() {
+    const size_t n = loops_.size();
+    if (n < 2) return false;
+    const Loop& inner = loops_.back();
+    if (inner.lstep == eb_ || L_.axes()[inner.axis].stride != eb_) return false;
+    for (size_t m = n - 1; m-- > 0;) {
+      if (loops_[m].exact && loops_[m].lstep == eb_) {
+        Loop partner = loops_[m];
+        loops_.erase(loops_.begin() + static_cast<std::ptrdiff_t>(m));
+        loops_.insert(loops_.end() - 1, partner);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  int64_t count(const Loop& lp) const {
+    if (lp.exact) return lp.extent;
+    return std::min(lp.extent, ceil_div(L_.dims()[lp.dim].extent - base_[lp.dim], lp.weight));
+  }
+
+  int64_t pstride(const Loop& lp) const { return L_.ragged() ? L_.stride_at(lp.axis, idx_.data()) : lp.pstep; }
+
+  void enter(const Loop& lp, int64_t i, int64_t saved) {
+    if (lp.exact) return;
+    idx_[lp.axis] = i;
+    base_[lp.dim] = saved + i * lp.weight;
   }
 
   void copy(int64_t loff, int64_t lstep, int64_t poff, int64_t pstep, int64_t n) {
@@ -76,40 +143,57 @@ class Walker {
     else run_(pin_ + poff, pstep, lout_ + loff, lstep, n);
   }
 
-  void rec(size_t a, int64_t loff, int64_t poff) {
-    const auto& axes = L_.axes();
-    const size_t last = axes.size() - 1;
-    const int64_t n = count(a);
-    const int64_t stride = L_.stride_at(a, idx_.data());
-    if (a == last) {
-      copy(loff, lstep_[a], poff, stride, n);
+  void inner_pair(int64_t loff, int64_t poff) {
+    const Loop& x = loops_[loops_.size() - 2];
+    const Loop& in = loops_.back();
+    const int64_t nx = count(x);
+    const int64_t psx = pstride(x);
+    if (transpose_) {
+      // x is contiguous on the logical side, `in` on the packed side.
+      const int64_t nin = count(in);
+      if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
+      else transpose(pin_ + poff, psx, lout_ + loff, in.lstep, nx, nin, eb_);
       return;
     }
-    const int dim = axes[a].dim;
-    const int64_t saved = base_[dim];
-    if (a + 1 == last) {
-      // Two innermost loops in one place: saves a call per inner run, which matters when the
-      // inner run is short (an atom of 8 or 16 channels, a block of 3 input channels).
-      for (int64_t i = 0; i < n; ++i) {
-        idx_[a] = i;
-        base_[dim] = saved + i * axes[a].weight;
-        copy(loff + i * lstep_[a], lstep_[last], poff + i * stride, L_.stride_at(last, idx_.data()), count(last));
-      }
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        idx_[a] = i;
-        base_[dim] = saved + i * axes[a].weight;
-        rec(a + 1, loff + i * lstep_[a], poff + i * stride);
-      }
+    const int64_t saved = base_[x.dim];
+    for (int64_t i = 0; i < nx; ++i) {
+      enter(x, i, saved);
+      copy(loff + i * x.lstep, in.lstep, poff + i * psx, pstride(in), count(in));
     }
-    base_[dim] = saved;
-    idx_[a] = 0;
+    if (!x.exact) base_[x.dim] = saved;
+  }
+
+  void rec(size_t li, int64_t loff, int64_t poff) {
+    const size_t n = loops_.size();
+    if (n == 1) {
+      copy(loff, loops_[0].lstep, poff, pstride(loops_[0]), count(loops_[0]));
+      return;
+    }
+    if (li + 2 == n) {
+      inner_pair(loff, poff);
+      return;
+    }
+    const Loop& lp = loops_[li];
+    const int64_t cnt = count(lp);
+    const int64_t ps = pstride(lp);
+    const int64_t saved = base_[lp.dim];
+    for (int64_t i = 0; i < cnt; ++i) {
+      enter(lp, i, saved);
+      rec(li + 1, loff + i * lp.lstep, poff + i * ps);
+    }
+    if (!lp.exact) {
+      base_[lp.dim] = saved;
+      idx_[lp.axis] = 0;
+    }
   }
 
   const BlockedLayout& L_;
   bool to_packed_;
+  int64_t eb_;
   RunFn run_;
-  std::vector<int64_t> lstep_, idx_, base_;
+  std::vector<Loop> loops_;
+  bool transpose_ = false;
+  std::vector<int64_t> idx_, base_;
   const char* lin_ = nullptr;
   char* lout_ = nullptr;
   const char* pin_ = nullptr;
@@ -160,13 +244,13 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
           char* packed, int64_t packed_size, const char* pad) {
   check_args(L, logical_strides, packed_size);
   fill_holes(L, packed, pad);
-  Walker(L, logical_strides, true).run(logical, nullptr, nullptr, packed);
+  Executor(L, logical_strides, true).run(logical, nullptr, nullptr, packed);
 }
 
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides) {
   check_args(L, logical_strides, packed_size);
-  Walker(L, logical_strides, false).run(nullptr, logical, packed, nullptr);
+  Executor(L, logical_strides, false).run(nullptr, logical, packed, nullptr);
 }
 
 void pack_reference(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,

@@ -107,9 +107,14 @@ class BlockedLayout:
         path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small or
         read-only; TypeError for an ``out`` that is not uint8."""
         buf = _out_buffer(out, self.nbytes)
-        pad = np.asarray(pad_value, dtype=self.dtype).tobytes()
+        # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).
+        pad = b"" if type(pad_value) is int and pad_value == 0 else np.asarray(pad_value, dtype=self.dtype).tobytes()
         self._core.pack(x, buf, pad, reference)
         return buf[: self.nbytes]
+
+    def _pack_into(self, x: np.ndarray, buf: np.ndarray) -> None:
+        """Pack with zero padding into ``buf`` already validated by the caller (hot path)."""
+        self._core.pack(x, buf, b"", False)
 
     def unpack(self, buf: np.ndarray, *, out: np.ndarray | None = None, reference: bool = False) -> np.ndarray:
         """Read the logical tensor (shape ``self.shape``, dtype ``self.dtype``) back from the

@@ -81,6 +81,11 @@ class Config:
         if self.winograd and any(self.atom_elements(p) % 4 for p in precisions):
             raise LayoutError("Config.winograd: the atom must hold a multiple of 4 elements in every "
                               "precision (nvdla.md 1.3)")
+        # Configs key the layout caches of every packer; hash the fields once, not per call.
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f) for f in _FIELDS)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     # Derived quantities (spec 1.1).
     def atom_elements(self, precision: str) -> int:
@@ -122,6 +127,10 @@ class Config:
         """All presets by name."""
         return dict(_PRESETS)
 
+
+_FIELDS = ("name", "atom_bytes", "mac_atomic_c", "mac_atomic_k", "cbuf_entry_width", "weight_size_alignment",
+           "precisions", "winograd", "compression")
+assert _FIELDS == tuple(Config.__dataclass_fields__)
 
 NV_FULL = Config("nv_full", 32, 64, 32, 128, 128, ("int8", "int16", "fp16"), winograd=True, compression=True)
 NV_LARGE = Config("nv_large", 32, 64, 32, 64)

@@ -14,6 +14,7 @@ On the engine this is dims N, C (one padded tile of A), H, W with the nest
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -118,11 +119,18 @@ def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_str
     return FeatureStrides(ls, ss, bs, nbytes, g)
 
 
-def feature_layout(shape, precision: str, config: Config = NV_FULL, **strides) -> BlockedLayout:
+def feature_layout(shape, precision: str, config: Config = NV_FULL, *, line_stride=None, surface_stride=None,
+                   batch_stride=None) -> BlockedLayout:
     """The engine descriptor of a feature cube (logical dims N, C, H, W). Arguments and errors
-    as :func:`feature_strides`."""
-    st = feature_strides(shape, precision, config, **strides)
-    n, c, h, w = _nchw(shape)
+    as :func:`feature_strides`. Descriptors are immutable and cached."""
+    st = feature_strides(shape, precision, config, line_stride=line_stride, surface_stride=surface_stride,
+                         batch_stride=batch_stride)
+    return _feature_layout(_nchw(shape), precision, config, st)
+
+
+@lru_cache(maxsize=1024)
+def _feature_layout(nchw, precision: str, config: Config, st: FeatureStrides) -> BlockedLayout:
+    n, c, h, w = nchw
     a = config.atom_elements(precision)
     return BlockedLayout(
         [Dim("N", n), Dim("C", c, (a,)), Dim("H", h), Dim("W", w)],

@@ -15,6 +15,7 @@ nest ``K/kpg, C/cb, R, S, kpg, cb``. The surface is then zero-padded to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -112,8 +113,14 @@ def _check_groups(groups, k: int) -> int:
 def dc_layout(packed_shape, precision: str, config: Config = NV_FULL) -> BlockedLayout:
     """The engine descriptor of DC weights ``(K, C, R, S)`` (dense, i.e. after grouped
     densification): ragged K tiles of ``kpg`` and C tiles of ``cb``, nest ``K/kpg, C/cb, R, S,
-    kpg, cb`` (nvdla.md 6.1). Its ``nbytes`` is the meaningful byte count (no tail)."""
-    k, c, r, s = _kcrs(packed_shape, "shape")
+    kpg, cb`` (nvdla.md 6.1). Its ``nbytes`` is the meaningful byte count (no tail).
+    Descriptors are immutable and cached: compilers call this per layer."""
+    return _dc_layout(_kcrs(packed_shape, "shape"), precision, config)
+
+
+@lru_cache(maxsize=4096)
+def _dc_layout(kcrs, precision: str, config: Config) -> BlockedLayout:
+    k, c, r, s = kcrs
     return BlockedLayout(
         [Dim("K", k, (config.kernels_per_group(precision),), ragged=True),
          Dim("C", c, (config.channels_per_block,), ragged=True), Dim("R", r), Dim("S", s)],
@@ -214,25 +221,32 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     ValueError
         NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``.
     """
-    if not isinstance(config, Config):
+    if type(config) is not Config and not isinstance(config, Config):
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
-    _check_kind(kind)
-    arr = np.asarray(w)
-    k, cg, r, s = _kcrs(arr.shape, "w")
-    g = _check_groups(groups, k)
-    _check_dc_options(stride, pixel_format, post_extension, compress, scale)
+    if kind != "dc":
+        _check_kind(kind)
+    arr = w if type(w) is np.ndarray else np.asarray(w)
+    if arr.ndim != 4 or 0 in arr.shape:
+        _kcrs(arr.shape, "w")
+    k, cg, r, s = arr.shape
+    g = 1 if groups == 1 and type(groups) is int else _check_groups(groups, k)
+    if not (stride == (1, 1) and pixel_format is None and post_extension == "auto" and compress is False
+            and scale == 1.0):
+        _check_dc_options(stride, pixel_format, post_extension, compress, scale)
     precision = infer_precision(arr.dtype, precision, config, "w")
-    _check_rounding(rounding)
+    if rounding != "nearest_even":
+        _check_rounding(rounding)
 
     packed_shape = (k, cg * g, r, s)
-    layout = dc_layout(packed_shape, precision, config)
+    layout = _dc_layout(packed_shape, precision, config)
     meaningful = layout.nbytes
     surface = _roundup(meaningful, config.weight_size_alignment)
     buf = check_out(out, surface)[:surface] if out is not None else np.empty(surface, dtype=np.uint8)
 
     elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
-    layout.pack(_densify(elems, g), out=buf)
-    buf[meaningful:] = 0
+    layout._pack_into(_densify(elems, g), buf)
+    if surface > meaningful:
+        buf[meaningful:] = 0
     es = element_size(precision)
     return WeightSurfaces(
         weight=buf, kind="dc", precision=precision, shape=(k, cg, r, s), packed_shape=packed_shape,
