@@ -155,12 +155,18 @@ class Executor {
       else transpose(pin_ + poff, psx, lout_ + loff, in.lstep, nx, nin, eb_);
       return;
     }
+    if (x.exact) {
+      // Nothing x does changes the inner loop's count or stride: compute them once.
+      const int64_t nin = count(in), psin = pstride(in);
+      for (int64_t i = 0; i < nx; ++i) copy(loff + i * x.lstep, in.lstep, poff + i * psx, psin, nin);
+      return;
+    }
     const int64_t saved = base_[x.dim];
     for (int64_t i = 0; i < nx; ++i) {
       enter(x, i, saved);
       copy(loff + i * x.lstep, in.lstep, poff + i * psx, pstride(in), count(in));
     }
-    if (!x.exact) base_[x.dim] = saved;
+    base_[x.dim] = saved;
   }
 
   void rec(size_t li, int64_t loff, int64_t poff) {

@@ -39,41 +39,55 @@ inline void tr8x8_u8(const char* s, int64_t ss, __m128i d[4]) {
   d[3] = _mm_unpackhi_epi32(c1, c3);
 }
 
+// Block starts covering [0, n) with blocks of b: b-aligned starts, then one last start at n - b
+// that overlaps the previous block (rewriting the same values) instead of a scalar edge.
+template <class F>
+inline void for_blocks(int64_t n, int64_t b, F f) {
+  int64_t i = 0;
+  for (; i + b <= n; i += b) f(i);
+  if (i < n && n >= b) f(n - b);
+}
+
 void transpose_u8(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, int64_t cols) {
-  const int64_t cols8 = cols & ~int64_t{7};
-  int64_t r = 0;
-  for (; r + 16 <= rows; r += 16) {
-    for (int64_t c = 0; c < cols8; c += 8) {
-      __m128i top[4], bot[4];
-      tr8x8_u8(src + r * ss + c, ss, top);
-      tr8x8_u8(src + (r + 8) * ss + c, ss, bot);
-      char* d = dst + c * ds + r;
-      for (int k = 0; k < 4; ++k) {
-        store16(d + (2 * k) * ds, _mm_unpacklo_epi64(top[k], bot[k]));
-        store16(d + (2 * k + 1) * ds, _mm_unpackhi_epi64(top[k], bot[k]));
-      }
-    }
+  if (cols >= 8 && rows >= 16) {
+    for_blocks(cols, 8, [&](int64_t c) {
+      for_blocks(rows, 16, [&](int64_t r) {
+        __m128i top[4], bot[4];
+        tr8x8_u8(src + r * ss + c, ss, top);
+        tr8x8_u8(src + (r + 8) * ss + c, ss, bot);
+        char* d = dst + c * ds + r;
+        for (int k = 0; k < 4; ++k) {
+          store16(d + (2 * k) * ds, _mm_unpacklo_epi64(top[k], bot[k]));
+          store16(d + (2 * k + 1) * ds, _mm_unpackhi_epi64(top[k], bot[k]));
+        }
+      });
+    });
+    return;
   }
-  for (; r + 8 <= rows; r += 8) {
-    for (int64_t c = 0; c < cols8; c += 8) {
-      __m128i t[4];
-      tr8x8_u8(src + r * ss + c, ss, t);
-      char* d = dst + c * ds + r;
-      for (int k = 0; k < 4; ++k) {
-        store8(d + (2 * k) * ds, t[k]);
-        store8(d + (2 * k + 1) * ds, _mm_unpackhi_epi64(t[k], t[k]));
-      }
-    }
+  if (cols >= 8 && rows >= 8) {
+    for_blocks(cols, 8, [&](int64_t c) {
+      for_blocks(rows, 8, [&](int64_t r) {
+        __m128i t[4];
+        tr8x8_u8(src + r * ss + c, ss, t);
+        char* d = dst + c * ds + r;
+        for (int k = 0; k < 4; ++k) {
+          store8(d + (2 * k) * ds, t[k]);
+          store8(d + (2 * k + 1) * ds, _mm_unpackhi_epi64(t[k], t[k]));
+        }
+      });
+    });
+    return;
   }
-  transpose_scalar<1>(src, ss, dst, ds, r, rows, 0, cols8);
-  transpose_scalar<1>(src, ss, dst, ds, 0, rows, cols8, cols);
+  transpose_scalar<1>(src, ss, dst, ds, 0, rows, 0, cols);
 }
 
 void transpose_u16(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, int64_t cols) {
-  const int64_t cols8 = cols & ~int64_t{7};
-  int64_t r = 0;
-  for (; r + 8 <= rows; r += 8) {
-    for (int64_t c = 0; c < cols8; c += 8) {
+  if (rows < 8 || cols < 8) {
+    transpose_scalar<2>(src, ss, dst, ds, 0, rows, 0, cols);
+    return;
+  }
+  for_blocks(cols, 8, [&](int64_t c) {
+    for_blocks(rows, 8, [&](int64_t r) {
       const char* s = src + r * ss + 2 * c;
       __m128i b[8];
       for (int k = 0; k < 4; ++k) {
@@ -94,17 +108,17 @@ void transpose_u16(const char* src, int64_t ss, char* dst, int64_t ds, int64_t r
       store16(d + 5 * ds, _mm_unpackhi_epi64(c2, c6));
       store16(d + 6 * ds, _mm_unpacklo_epi64(c3, c7));
       store16(d + 7 * ds, _mm_unpackhi_epi64(c3, c7));
-    }
-  }
-  transpose_scalar<2>(src, ss, dst, ds, r, rows, 0, cols8);
-  transpose_scalar<2>(src, ss, dst, ds, 0, rows, cols8, cols);
+    });
+  });
 }
 
 void transpose_u32(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, int64_t cols) {
-  const int64_t cols4 = cols & ~int64_t{3};
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    for (int64_t c = 0; c < cols4; c += 4) {
+  if (rows < 4 || cols < 4) {
+    transpose_scalar<4>(src, ss, dst, ds, 0, rows, 0, cols);
+    return;
+  }
+  for_blocks(cols, 4, [&](int64_t c) {
+    for_blocks(rows, 4, [&](int64_t r) {
       const char* s = src + r * ss + 4 * c;
       const __m128i a0 = load16(s), a1 = load16(s + ss), a2 = load16(s + 2 * ss), a3 = load16(s + 3 * ss);
       const __m128i b0 = _mm_unpacklo_epi32(a0, a1), b1 = _mm_unpackhi_epi32(a0, a1);
@@ -114,10 +128,8 @@ void transpose_u32(const char* src, int64_t ss, char* dst, int64_t ds, int64_t r
       store16(d + ds, _mm_unpackhi_epi64(b0, b2));
       store16(d + 2 * ds, _mm_unpacklo_epi64(b1, b3));
       store16(d + 3 * ds, _mm_unpackhi_epi64(b1, b3));
-    }
-  }
-  transpose_scalar<4>(src, ss, dst, ds, r, rows, 0, cols4);
-  transpose_scalar<4>(src, ss, dst, ds, 0, rows, cols4, cols);
+    });
+  });
 }
 #endif
 

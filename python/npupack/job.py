@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from dataclasses import asdict
@@ -17,35 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from npupack import __version__
+from npupack.files import sha256_file, write_atomic
 from npupack.model import load_onnx
 from npupack.nvdla import Config, pack_weights, quantize_weights
 
-__all__ = ["pack_model", "write_atomic"]
-
-
-def write_atomic(path: Path, data) -> None:
-    """Write ``data`` (bytes or a uint8 array) to ``path`` via a temporary file in the same
-    directory and ``os.replace``: readers see the old file or the whole new one, never a part."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data if isinstance(data, (bytes, bytearray)) else memoryview(np.ascontiguousarray(data)))
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+__all__ = ["pack_model"]
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "layer"
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _pack_layer(layer, config: Config, precision: str, quantize: str):
@@ -129,7 +108,7 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     manifest = {
         "npupack_version": __version__, "format": "nvdla", "target": config.name,
         "config": {**asdict(config), "precisions": list(config.precisions)},
-        "precision": precision, "model": {"file": model_path.name, "sha256": _file_sha256(model_path)},
+        "precision": precision, "model": {"file": model_path.name, "sha256": sha256_file(model_path)},
         "layers": entries,
         "summary": {"layers": len(entries), **counts, "bytes_in": bytes_in, "bytes_out": bytes_out,
                     "seconds": round(seconds, 3)},

