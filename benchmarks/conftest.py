@@ -47,4 +47,4 @@ def ppocr_layers():
     from npupack.model import load_onnx
     from npupack.zoo import fetch_model
 
-    return [l for l in load_onnx(fetch_model("ppocr-det")) if l.op_type == "Conv"]
+    return [layer for layer in load_onnx(fetch_model("ppocr-det")) if layer.op_type == "Conv"]

@@ -42,8 +42,8 @@ def test_load_onnx(tmp_path, rng, as_constant):
     path = tmp_path / "m.onnx"
     w1, b1, w2, wt = make_model(path, as_constant=as_constant, rng=rng)
     layers = load_onnx(path)
-    assert [(l.name, l.op_type, l.group) for l in layers] == [("stem", "Conv", 1), ("Conv_1", "Conv", 4),
-                                                              ("up", "ConvTranspose", 1)]
+    assert [(layer.name, layer.op_type, layer.group) for layer in layers] == \
+        [("stem", "Conv", 1), ("Conv_1", "Conv", 4), ("up", "ConvTranspose", 1)]
     stem = layers[0]
     assert np.array_equal(stem.weights, w1) and stem.weights.dtype == np.float32 and np.array_equal(stem.bias, b1)
     assert stem.strides == (2, 2) and stem.pads == (1, 1, 1, 1) and stem.dilations == (1, 1)
@@ -80,7 +80,7 @@ def test_pack_job_and_rerun(tmp_path, rng):
     assert json.loads((out / "manifest.json").read_text()) == m
     # Re-running into the same directory is safe and gives the same bytes; no temporary files remain.
     m2 = pack_model(path, out, config=NV_FULL, precision="int8", progress=False)
-    assert [l.get("sha256") for l in m2["layers"]] == [l.get("sha256") for l in m["layers"]]
+    assert [layer.get("sha256") for layer in m2["layers"]] == [layer.get("sha256") for layer in m["layers"]]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
@@ -116,12 +116,12 @@ def test_cli_errors(tmp_path, capsys):
 @pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
 def test_real_model_every_layer_round_trips(ppocr_det_path, precision, tmp_path):
     layers = load_onnx(ppocr_det_path)
-    assert sum(l.op_type == "Conv" for l in layers) == 62
+    assert sum(layer.op_type == "Conv" for layer in layers) == 62
     m = pack_model(ppocr_det_path, tmp_path, config=NV_FULL, precision=precision, progress=False)
     assert m["summary"]["packed"] == 62 and m["summary"]["error"] == 0
-    assert {l["name"] for l in m["layers"] if l["status"] == "unsupported"} == \
-        {l.name for l in layers if l.op_type == "ConvTranspose"}
-    by_name = {l.name: l for l in layers}
+    assert {layer["name"] for layer in m["layers"] if layer["status"] == "unsupported"} == \
+        {layer.name for layer in layers if layer.op_type == "ConvTranspose"}
+    by_name = {layer.name: layer for layer in layers}
     for entry in m["layers"]:
         if entry["status"] != "packed":
             continue

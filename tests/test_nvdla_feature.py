@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from npupack import LayoutError, UnsupportedError
-from npupack.nvdla import (NV_FULL, NV_SMALL, Config, feature_layout, feature_strides, pack_feature,
+from npupack.nvdla import (NV_SMALL, Config, feature_layout, feature_strides, pack_feature,
                            unpack_feature)
 from tests.reference import nvdla as ref
 

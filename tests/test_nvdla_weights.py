@@ -124,7 +124,8 @@ def test_exhaustive_boundary_shapes(config):
     for precision in config.precisions:
         kpg, cb = config.kernels_per_group(precision), config.mac_atomic_c
         for K, C in itertools.product(boundary(kpg), boundary(cb)):
-            for R, S in itertools.product(RS, RS) if (K, C) in {(1, 1), (kpg + 1, cb + 1)} else [(1, 1), (3, 3), (7, 5)]:
+            every_rs = (K, C) in {(1, 1), (kpg + 1, cb + 1)}
+            for R, S in itertools.product(RS, RS) if every_rs else [(1, 1), (3, 3), (7, 5)]:
                 w = random_weights(rng, (K, C, R, S), precision)
                 ws = pack_weights(w, config=config)
                 assert np.array_equal(ws.weight, expected(w, config, precision)), (precision, K, C, R, S)

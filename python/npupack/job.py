@@ -13,7 +13,6 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 
 from npupack import __version__
 from npupack.files import sha256_file, write_atomic

@@ -109,7 +109,7 @@ def pack_feature_loops(x: np.ndarray, *, atom_bytes, line_stride=None, surface_s
     buf = bytearray(nbytes)
     A = atom_bytes // es
     le = x.astype(x.dtype.newbyteorder("<"))
-    for (n, c, h, w), v in np.ndenumerate(le):
+    for (n, c, h, w) in np.ndindex(*le.shape):
         a = feature_address(n, c, h, w, A=A, es=es, line_stride=ls, surface_stride=ss, batch_stride=bs)
         buf[a:a + es] = le[n, c, h, w].tobytes()
     return np.frombuffer(bytes(buf), dtype=np.uint8)
