@@ -201,6 +201,16 @@ def test_nan_policy():
         pack_weights(w, precision="fp16")
     ws = pack_weights(w, precision="fp16", allow_nan=True)
     assert np.isnan(unpack_weights(ws)[1, 0, 0, 0])
+    # float16 weights: the C++ scan (contiguous) and the NumPy one (strided) agree on the index
+    h = np.zeros((3, 5000, 1, 1), np.float16)
+    h[2, 4321, 0, 0] = np.float16("nan")
+    with pytest.raises(ValueError, match=r"NaN at index \(2, 4321, 0, 0\)"):
+        pack_weights(h)
+    with pytest.raises(ValueError, match=r"NaN at index \(1, 4321, 0, 0\)"):
+        pack_weights(h[::2])
+    h[2, 4321, 0, 0] = -np.inf
+    assert unpack_weights(pack_weights(h)).view(np.uint16)[2, 4321, 0, 0] == 0xFBFF
+    assert unpack_weights(pack_weights(h, saturate=False)).view(np.uint16)[2, 4321, 0, 0] == 0xFC00
 
 
 def test_out_buffer():

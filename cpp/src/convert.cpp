@@ -65,6 +65,33 @@ void to_fp16(const double* in, uint16_t* out, int64_t n, Fp16Rounding rounding, 
   for (int64_t i = 0; i < n; ++i) out[i] = fp16_from_double(in[i], rounding, saturate);
 }
 
+bool fp16_any_inf(const uint16_t* bits, int64_t n) {
+  // Branch-free chunks so the compiler vectorises the scan; stop at the first chunk with an INF.
+  constexpr int64_t kChunk = 4096;
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t end = i + kChunk < n ? i + kChunk : n;
+    unsigned hit = 0;
+    for (int64_t j = i; j < end; ++j) hit |= (bits[j] & 0x7FFFu) == 0x7C00u;
+    if (hit) return true;
+  }
+  return false;
+}
+
+int64_t fp16_first_nan(const uint16_t* bits, int64_t n) {
+  constexpr int64_t kChunk = 4096;
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t end = i + kChunk < n ? i + kChunk : n;
+    unsigned hit = 0;
+    for (int64_t j = i; j < end; ++j) hit |= (bits[j] & 0x7FFFu) > 0x7C00u;
+    if (hit) {
+      for (int64_t j = i; j < end; ++j) {
+        if ((bits[j] & 0x7FFFu) > 0x7C00u) return j;
+      }
+    }
+  }
+  return -1;
+}
+
 namespace {
 
 // nvdla/sw's quantiser, every step a separately rounded float32 operation (built with

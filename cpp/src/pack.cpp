@@ -155,9 +155,20 @@ class Executor {
       else transpose(pin_ + poff, psx, lout_ + loff, in.lstep, nx, nin, eb_);
       return;
     }
-    if (x.exact) {
-      // Nothing x does changes the inner loop's count or stride: compute them once.
+    if (x.dim != in.dim) {
+      // The inner loop's count depends only on its own dim, and its stride only on outer
+      // counts of ragged dims other than x's: compute them once for all of x.
       const int64_t nin = count(in), psin = pstride(in);
+      if (psin == eb_ && in.lstep == eb_) {
+        // Rows contiguous on both sides (1x1 kernels, channel blocks): plain memcpy per row.
+        const size_t row = static_cast<size_t>(nin * eb_);
+        if (to_packed_) {
+          for (int64_t i = 0; i < nx; ++i) std::memcpy(pout_ + poff + i * psx, lin_ + loff + i * x.lstep, row);
+        } else {
+          for (int64_t i = 0; i < nx; ++i) std::memcpy(lout_ + loff + i * x.lstep, pin_ + poff + i * psx, row);
+        }
+        return;
+      }
       for (int64_t i = 0; i < nx; ++i) copy(loff + i * x.lstep, in.lstep, poff + i * psx, psin, nin);
       return;
     }
@@ -166,7 +177,7 @@ class Executor {
       enter(x, i, saved);
       copy(loff + i * x.lstep, in.lstep, poff + i * psx, pstride(in), count(in));
     }
-    base_[x.dim] = saved;
+    if (!x.exact) base_[x.dim] = saved;
   }
 
   void rec(size_t li, int64_t loff, int64_t poff) {

@@ -137,10 +137,19 @@ def _fp16_inf_mask(bits: np.ndarray) -> np.ndarray:
     return (bits & 0x7FFF) == 0x7C00
 
 
-def _nan_mask(x: np.ndarray) -> np.ndarray:
-    if x.dtype == np.float16:
-        return (x.view(np.uint16) & 0x7FFF) > 0x7C00
-    return np.isnan(x)
+def _fp16_has_inf(x: np.ndarray) -> bool:
+    if x.flags.c_contiguous:
+        return _core.fp16_any_inf(x.reshape(-1).view(np.uint16))
+    return bool(_fp16_inf_mask(x.view(np.uint16)).any())
+
+
+def _first_nan(x: np.ndarray):
+    """Index tuple of the first NaN of a float array, or None."""
+    if x.dtype == np.float16 and x.flags.c_contiguous:
+        flat = _core.fp16_first_nan(x.reshape(-1).view(np.uint16))
+        return None if flat < 0 else tuple(int(i) for i in np.unravel_index(flat, x.shape))
+    nan = (x.view(np.uint16) & 0x7FFF) > 0x7C00 if x.dtype == np.float16 else np.isnan(x)
+    return tuple(int(i) for i in np.argwhere(nan)[0]) if nan.any() else None
 
 
 _PRECISION_OF_DTYPE = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", np.dtype(np.float16): "fp16",
@@ -183,11 +192,11 @@ def convert_elements(x: np.ndarray, precision: str, *, what: str, rounding: str 
     kind = x.dtype.kind
     if precision == "fp16":
         if kind == "f" and not allow_nan:
-            nan = _nan_mask(x)
-            if nan.any():
-                raise ValueError(f"{what}: NaN at index {tuple(int(i) for i in np.argwhere(nan)[0])}; NaN weights "
-                                 "are rejected unless allow_nan=True (nvdla.md 2.2.4)")
-        if x.dtype == np.float16 and not (saturate and _fp16_inf_mask(x.view(np.uint16)).any()):
+            nan = _first_nan(x)
+            if nan is not None:
+                raise ValueError(f"{what}: NaN at index {nan}; NaN weights are rejected unless allow_nan=True "
+                                 "(nvdla.md 2.2.4)")
+        if x.dtype == np.float16 and not (saturate and _fp16_has_inf(x)):
             return x
         return to_fp16(x, rounding=rounding, saturate=saturate)
     if kind == "f":
