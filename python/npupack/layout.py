@@ -141,9 +141,16 @@ def _out_buffer(out: np.ndarray | None, nbytes: int) -> np.ndarray:
     return check_out(out, nbytes)
 
 
+_U8 = np.dtype(np.uint8)
+
+
 def check_out(out: np.ndarray, nbytes: int) -> np.ndarray:
     """Validate a caller's ``out=`` buffer: a writable, C-contiguous uint8 ndarray of at least
     ``nbytes`` bytes. Returns it flattened (a view). Raises TypeError / LayoutError."""
+    if type(out) is np.ndarray and out.dtype is _U8 and out.size >= nbytes:
+        flags = out.flags
+        if flags.c_contiguous and flags.writeable:  # the per-call fast path
+            return out if out.ndim == 1 else out.reshape(-1)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out: expected a numpy uint8 array, got {type(out).__name__}")
     if out.dtype != np.uint8:
