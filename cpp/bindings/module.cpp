@@ -117,6 +117,15 @@ void quantize(const py::array_t<float, 0>& w, py::array_t<Q, 0>& q, py::array_t<
   kernel(src, blocks, len, dst, sc);
 }
 
+template <class R>
+R scan_fp16(const py::array_t<uint16_t, 0>& bits, R (*scan)(const uint16_t*, int64_t)) {
+  if (!(bits.flags() & py::array::c_style)) throw LayoutError("fp16 scan: bits must be C-contiguous");
+  const uint16_t* p = bits.data();
+  const int64_t n = bits.size();
+  py::gil_scoped_release release;
+  return scan(p, n);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -149,24 +158,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("to_fp16_f32", &fp16_convert<float>, py::arg("x"), py::arg("out"), py::arg("nearest_away"), py::arg("saturate"));
   m.def("to_fp16_f64", &fp16_convert<double>, py::arg("x"), py::arg("out"), py::arg("nearest_away"), py::arg("saturate"));
   m.def(
-      "fp16_any_inf",
-      [](const py::array_t<uint16_t, 0>& bits) {
-        if (!(bits.flags() & py::array::c_style)) throw LayoutError("fp16_any_inf: bits must be C-contiguous");
-        const uint16_t* p = bits.data();
-        const int64_t n = bits.size();
-        py::gil_scoped_release release;
-        return npupack::fp16_any_inf(p, n);
-      },
+      "fp16_any_inf", [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_any_inf); },
       "True if any binary16 bit pattern is +-INF");
   m.def(
-      "fp16_first_nan",
-      [](const py::array_t<uint16_t, 0>& bits) {
-        if (!(bits.flags() & py::array::c_style)) throw LayoutError("fp16_first_nan: bits must be C-contiguous");
-        const uint16_t* p = bits.data();
-        const int64_t n = bits.size();
-        py::gil_scoped_release release;
-        return npupack::fp16_first_nan(p, n);
-      },
+      "fp16_first_nan", [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_first_nan); },
       "Flat index of the first binary16 NaN, or -1");
   m.def("quantize_int8",
         [](const py::array_t<float, 0>& w, py::array_t<int8_t, 0>& q, py::array_t<float, 0>& s) {
