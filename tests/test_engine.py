@@ -10,19 +10,23 @@ from npupack.layout import BlockedLayout, Dim
 
 
 def python_offset(dims, order, eb, strides, index):
-    """Independent offset for layouts without ragged dims: digits of each dim, packed or given
-    byte strides per loop (inner to outer)."""
+    """Independent offset for layouts without ragged dims (openvino.md 3.2): padded coordinate
+    p = i + pad_lo, digit of tile j = (p // div_j) % n_j (default div_j = product of the later
+    tiles), outer digit p // T; packed or given byte strides per loop (inner to outer)."""
     digits = {}
     for d, i in zip(dims, index):
-        v = i
+        p = i + d.pad_lo
+        t = 1
         for lv in range(len(d.tiles), 0, -1):
-            digits[(d.name, lv)] = v % d.tiles[lv - 1]
-            v //= d.tiles[lv - 1]
-        digits[(d.name, 0)] = v
+            div = d.divisors[lv - 1] if d.divisors else t
+            digits[(d.name, lv)] = (p // div) % d.tiles[lv - 1]
+            t *= d.tiles[lv - 1]
+        digits[(d.name, 0)] = p // t
     ext = {}
     for d in dims:
         prod = int(np.prod(d.tiles)) if d.tiles else 1
-        ext[(d.name, 0)] = -(-d.extent // prod)
+        padded = -(-(d.pad_lo + d.extent + d.pad_hi) // d.align) * d.align
+        ext[(d.name, 0)] = -(-padded // prod)
         for lv, t in enumerate(d.tiles, 1):
             ext[(d.name, lv)] = t
     stride, off = eb, 0
@@ -36,15 +40,18 @@ def python_offset(dims, order, eb, strides, index):
 
 
 @st.composite
-def layouts(draw, ragged_ok=True):
+def layouts(draw, ragged_ok=True, padding=True):
     ndim = draw(st.integers(1, 4))
     dims = []
     for i in range(ndim):
         extent = draw(st.integers(1, 9))
         ragged = ragged_ok and draw(st.booleans())
-        ntiles = 1 if ragged else draw(st.integers(0, 2))
+        ntiles = 1 if ragged else draw(st.integers(0, 3))
         tiles = tuple(draw(st.integers(1, 5)) for _ in range(ntiles))
-        dims.append(Dim("abcd"[i], extent, tiles, ragged))
+        pad = dict(pad_lo=draw(st.integers(0, 3)), pad_hi=draw(st.integers(0, 3)), align=draw(st.integers(1, 4)),
+                   divisors=swizzle(tiles, draw(st.permutations(range(ntiles))))) \
+            if padding and not ragged and draw(st.booleans()) else {}
+        dims.append(Dim("abcd"[i], extent, tiles, ragged, **pad))
     parts = [(d.name, lv) for d in dims for lv in range(len(d.tiles) + 1)]
     order = list(draw(st.permutations(parts)))
     # Each dim's parts must be outer to inner: sort every dim's levels into the slots it took.
@@ -54,6 +61,17 @@ def layouts(draw, ragged_ok=True):
             order[i] = (d.name, lv)
     eb = draw(st.sampled_from([1, 2, 4, 8]))
     return dims, order, eb
+
+
+def swizzle(tiles, significance):
+    """Explicit divisors for tiles ordered by `significance` (a permutation; first = lowest)."""
+    if not tiles or list(significance) == list(range(len(tiles)))[::-1]:
+        return None
+    div, w = [0] * len(tiles), 1
+    for j in significance:
+        div[j] = w
+        w *= tiles[j]
+    return tuple(div)
 
 
 @given(layouts(ragged_ok=False), st.data())

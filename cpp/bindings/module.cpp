@@ -19,12 +19,16 @@ using npupack::LayoutError;
 
 namespace {
 
-using DimTuple = std::tuple<std::string, int64_t, std::vector<int64_t>, bool>;
+// (name, extent, tiles, ragged, pad_lo, storage, divisors)
+using DimTuple = std::tuple<std::string, int64_t, std::vector<int64_t>, bool, int64_t, int64_t, std::vector<int64_t>>;
 using AxisTuple = std::tuple<int, int, int64_t>;
 
 BlockedLayout make_layout(const std::vector<DimTuple>& dims, const std::vector<AxisTuple>& order, int64_t eb) {
   std::vector<npupack::DimSpec> d;
-  for (const auto& t : dims) d.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t)});
+  for (const auto& t : dims) {
+    d.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t), std::get<5>(t),
+                 std::get<6>(t)});
+  }
   std::vector<npupack::AxisSpec> o;
   for (const auto& t : order) o.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t)});
   return BlockedLayout(std::move(d), std::move(o), eb);
@@ -134,12 +138,14 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<BlockedLayout>(m, "BlockedLayout")
       .def(py::init(&make_layout), py::arg("dims"), py::arg("order"), py::arg("elem_bytes"),
-           "dims: [(name, extent, tiles, ragged)], order: [(dim, level, byte_stride or 0)] outer to inner")
+           "dims: [(name, extent, tiles, ragged, pad_lo, storage, divisors)], order: [(dim, level, byte_stride or 0)] "
+           "outer to inner")
       .def_property_readonly("nbytes", &BlockedLayout::nbytes)
       .def_property_readonly("elements", &BlockedLayout::elements)
       .def_property_readonly("elem_bytes", &BlockedLayout::elem_bytes)
       .def_property_readonly("has_holes", &BlockedLayout::has_holes)
       .def_property_readonly("ragged", &BlockedLayout::ragged)
+      .def_property_readonly("monotonic", &BlockedLayout::monotonic)
       .def_property_readonly("axes",
                              [](const BlockedLayout& L) {
                                std::vector<std::tuple<int, int, int64_t, int64_t, int64_t>> r;

@@ -14,6 +14,28 @@ std::string dim_label(const DimSpec& d, size_t i) {
   return d.name.empty() ? "dim " + std::to_string(i) : "dim '" + d.name + "'";
 }
 
+// Explicit divisors must tile [0, product(tiles)) exactly: sorted by divisor, each divisor is the
+// product of the tiles with smaller divisors (the first is 1).
+void check_divisors(const DimSpec& d, size_t i) {
+  if (d.divisors.size() != d.tiles.size()) {
+    throw LayoutError(dim_label(d, i) + ": one digit divisor per tile is needed");
+  }
+  std::vector<size_t> by_div(d.tiles.size());
+  for (size_t j = 0; j < by_div.size(); ++j) by_div[j] = j;
+  // Ties only come from size-1 tiles (they add no digit); ordering them first keeps the check exact.
+  std::sort(by_div.begin(), by_div.end(), [&](size_t a, size_t b) {
+    return d.divisors[a] != d.divisors[b] ? d.divisors[a] < d.divisors[b] : d.tiles[a] < d.tiles[b];
+  });
+  int64_t expect = 1;
+  for (size_t j : by_div) {
+    if (d.divisors[j] != expect) {
+      throw LayoutError(dim_label(d, i) + ": digit divisors do not tile the block (expected a divisor " +
+                        std::to_string(expect) + ", got " + std::to_string(d.divisors[j]) + ")");
+    }
+    expect = checked_mul(expect, d.tiles[j], "tile product");
+  }
+}
+
 }  // namespace
 
 BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> order, int64_t elem_bytes)
@@ -37,6 +59,16 @@ BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> or
     if (d.ragged && d.tiles.size() != 1) {
       throw LayoutError(dim_label(d, i) + ": a ragged dimension needs exactly one tile");
     }
+    if (d.pad_lo < 0 || d.storage < 0) throw LayoutError(dim_label(d, i) + ": padding must be >= 0");
+    if (d.storage == 0) dims_[i].storage = checked_add(d.pad_lo, d.extent, "padded extent");
+    if (d.storage < d.pad_lo + d.extent) {
+      throw LayoutError(dim_label(d, i) + ": storage extent " + std::to_string(d.storage) +
+                        " is smaller than pad_lo + extent = " + std::to_string(d.pad_lo + d.extent));
+    }
+    if (d.ragged && (d.pad_lo != 0 || dims_[i].storage != d.extent)) {
+      throw LayoutError(dim_label(d, i) + ": a ragged dimension cannot be padded");
+    }
+    if (!d.divisors.empty()) check_divisors(dims_[i], i);
     ragged_ = ragged_ || d.ragged;
     axis_of_[i].assign(d.tiles.size() + 1, -1);
     elements_ = checked_mul(elements_, d.extent, "element count");
@@ -65,13 +97,29 @@ BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> or
     last_level[s.dim] = s.level;
     axis_of_[s.dim][s.level] = static_cast<int>(a);
     int64_t extent, weight = 1;
-    for (size_t j = s.level; j < d.tiles.size(); ++j) weight *= d.tiles[j];
-    extent = s.level == 0 ? ceil_div(d.extent, tile_product[s.dim]) : d.tiles[s.level - 1];
+    if (s.level == 0) {
+      weight = tile_product[s.dim];
+    } else if (!d.divisors.empty()) {
+      weight = d.divisors[s.level - 1];
+    } else {
+      for (size_t j = s.level; j < d.tiles.size(); ++j) weight *= d.tiles[j];
+    }
+    extent = s.level == 0 ? ceil_div(d.storage, tile_product[s.dim]) : d.tiles[s.level - 1];
     axes_.push_back(Axis{s.dim, s.level, extent, weight, s.byte_stride});
   }
   for (size_t i = 0; i < dims_.size(); ++i) {
     if (static_cast<size_t>(last_level[i] + 1) != dims_[i].tiles.size() + 1) {
       throw LayoutError(dim_label(dims_[i], i) + ": every part (outer count and each tile) must be in the order");
+    }
+  }
+
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    // Nested iff every tile's divisor is the default (the product of the tiles after it).
+    const DimSpec& d = dims_[i];
+    int64_t w = 1;
+    for (size_t j = d.tiles.size(); j-- > 0;) {
+      if (!d.divisors.empty() && d.divisors[j] != w) monotonic_ = false;
+      w *= d.tiles[j];
     }
   }
 
@@ -151,11 +199,15 @@ int64_t BlockedLayout::offset_of(const int64_t* index) const {
       throw LayoutError(dim_label(dims_[i], i) + ": index " + std::to_string(v) + " out of range [0, " +
                         std::to_string(dims_[i].extent) + ")");
     }
-    for (size_t j = dims_[i].tiles.size(); j > 0; --j) {
-      idx[axis_of_[i][j]] = v % dims_[i].tiles[j - 1];
-      v /= dims_[i].tiles[j - 1];
+    const DimSpec& d = dims_[i];
+    const int64_t p = v + d.pad_lo;
+    int64_t t = 1;
+    for (size_t j = d.tiles.size(); j > 0; --j) {
+      const int64_t div = d.divisors.empty() ? t : d.divisors[j - 1];
+      idx[axis_of_[i][j]] = (p / div) % d.tiles[j - 1];
+      t *= d.tiles[j - 1];
     }
-    idx[axis_of_[i][0]] = v;
+    idx[axis_of_[i][0]] = p / t;
   }
   int64_t off = 0;
   for (size_t a = 0; a < axes_.size(); ++a) off += idx[a] * stride_at(a, idx.data());

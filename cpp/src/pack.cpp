@@ -62,7 +62,8 @@ class Executor {
     for (const auto& ax : axes) padded[ax.dim] *= ax.extent;
     for (size_t a = 0; a < axes.size(); ++a) {
       const auto& ax = axes[a];
-      const bool exact = !dims[ax.dim].ragged && padded[ax.dim] == dims[ax.dim].extent;
+      const auto& d = dims[ax.dim];
+      const bool exact = !d.ragged && d.pad_lo == 0 && padded[ax.dim] == d.extent;
       loops_.push_back(Loop{static_cast<int>(a), ax.dim, ax.extent, ax.weight,
                             ax.weight * logical_strides[ax.dim], ax.stride, exact});
     }
@@ -70,11 +71,13 @@ class Executor {
     transpose_ = move_transpose_partner();
     idx_.assign(axes.size(), 0);
     base_.assign(dims.size(), 0);
+    // Offsets are kept relative to padded coordinates; element (p - pad_lo) is logical index 0.
+    for (size_t i = 0; i < dims.size(); ++i) origin_ -= dims[i].pad_lo * logical_strides[i];
   }
 
   void run(const char* logical_in, char* logical_out, const char* packed_in, char* packed_out) {
     lin_ = logical_in; lout_ = logical_out; pin_ = packed_in; pout_ = packed_out;
-    rec(0, 0, 0);
+    rec(0, origin_, 0);
   }
 
  private:
@@ -125,9 +128,18 @@ class Executor {
     return false;
   }
 
-  int64_t count(const Loop& lp) const {
-    if (lp.exact) return lp.extent;
-    return std::min(lp.extent, ceil_div(L_.dims()[lp.dim].extent - base_[lp.dim], lp.weight));
+  // The loop's digits whose blocks hold valid elements: [lo, hi). Blocks before pad_lo or past
+  // the logical end hold only padding (pre-filled by pack, ignored by unpack).
+  struct Range {
+    int64_t lo, hi;
+    int64_t n() const { return hi - lo; }
+  };
+  Range range(const Loop& lp) const {
+    if (lp.exact) return {0, lp.extent};
+    const auto& d = L_.dims()[lp.dim];
+    const int64_t start = d.pad_lo - base_[lp.dim], end = d.pad_lo + d.extent - base_[lp.dim];
+    const int64_t lo = start > 0 ? start / lp.weight : 0;
+    return {lo, std::min(lp.extent, ceil_div(end, lp.weight))};
   }
 
   int64_t pstride(const Loop& lp) const { return L_.ragged() ? L_.stride_at(lp.axis, idx_.data()) : lp.pstep; }
@@ -146,19 +158,26 @@ class Executor {
   void inner_pair(int64_t loff, int64_t poff) {
     const Loop& x = loops_[loops_.size() - 2];
     const Loop& in = loops_.back();
-    const int64_t nx = count(x);
+    const Range rx = range(x);
     const int64_t psx = pstride(x);
     if (transpose_) {
-      // x is contiguous on the logical side, `in` on the packed side.
-      const int64_t nin = count(in);
+      // x is contiguous on the logical side, `in` on the packed side; x is exact (rx starts at 0).
+      const Range rin = range(in);
+      loff += rin.lo * in.lstep;
+      poff += rin.lo * eb_;
+      const int64_t nin = rin.n(), nx = rx.n();
       if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
       else transpose(pin_ + poff, psx, lout_ + loff, in.lstep, nx, nin, eb_);
       return;
     }
     if (x.dim != in.dim) {
-      // The inner loop's count depends only on its own dim, and its stride only on outer
+      // The inner loop's range depends only on its own dim, and its stride only on outer
       // counts of ragged dims other than x's: compute them once for all of x.
-      const int64_t nin = count(in), psin = pstride(in);
+      const Range rin = range(in);
+      const int64_t psin = pstride(in), nin = rin.n();
+      loff += rin.lo * in.lstep + rx.lo * x.lstep;
+      poff += rin.lo * psin + rx.lo * psx;
+      const int64_t nx = rx.n();
       if (psin == eb_ && in.lstep == eb_) {
         // Rows contiguous on both sides (1x1 kernels, channel blocks): plain memcpy per row.
         const size_t row = static_cast<size_t>(nin * eb_);
@@ -173,9 +192,11 @@ class Executor {
       return;
     }
     const int64_t saved = base_[x.dim];
-    for (int64_t i = 0; i < nx; ++i) {
+    for (int64_t i = rx.lo; i < rx.hi; ++i) {
       enter(x, i, saved);
-      copy(loff + i * x.lstep, in.lstep, poff + i * psx, pstride(in), count(in));
+      const Range rin = range(in);
+      const int64_t psin = pstride(in);
+      copy(loff + i * x.lstep + rin.lo * in.lstep, in.lstep, poff + i * psx + rin.lo * psin, psin, rin.n());
     }
     if (!x.exact) base_[x.dim] = saved;
   }
@@ -183,7 +204,9 @@ class Executor {
   void rec(size_t li, int64_t loff, int64_t poff) {
     const size_t n = loops_.size();
     if (n == 1) {
-      copy(loff, loops_[0].lstep, poff, pstride(loops_[0]), count(loops_[0]));
+      const Range r = range(loops_[0]);
+      const int64_t ps = pstride(loops_[0]);
+      copy(loff + r.lo * loops_[0].lstep, loops_[0].lstep, poff + r.lo * ps, ps, r.n());
       return;
     }
     if (li + 2 == n) {
@@ -191,10 +214,10 @@ class Executor {
       return;
     }
     const Loop& lp = loops_[li];
-    const int64_t cnt = count(lp);
+    const Range r = range(lp);
     const int64_t ps = pstride(lp);
     const int64_t saved = base_[lp.dim];
-    for (int64_t i = 0; i < cnt; ++i) {
+    for (int64_t i = r.lo; i < r.hi; ++i) {
       enter(lp, i, saved);
       rec(li + 1, loff + i * lp.lstep, poff + i * ps);
     }
@@ -211,6 +234,7 @@ class Executor {
   std::vector<Loop> loops_;
   bool transpose_ = false;
   std::vector<int64_t> idx_, base_;
+  int64_t origin_ = 0;
   const char* lin_ = nullptr;
   char* lout_ = nullptr;
   const char* pin_ = nullptr;
@@ -259,6 +283,7 @@ void for_each_index(const BlockedLayout& L, const std::vector<int64_t>& logical_
 
 void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
           char* packed, int64_t packed_size, const char* pad) {
+  if (!L.monotonic()) return pack_reference(L, logical, logical_strides, packed, packed_size, pad);
   check_args(L, logical_strides, packed_size);
   fill_holes(L, packed, pad);
   Executor(L, logical_strides, true).run(logical, nullptr, nullptr, packed);
@@ -266,6 +291,7 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
 
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides) {
+  if (!L.monotonic()) return unpack_reference(L, packed, packed_size, logical, logical_strides);
   check_args(L, logical_strides, packed_size);
   Executor(L, logical_strides, false).run(nullptr, logical, packed, nullptr);
 }

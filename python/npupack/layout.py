@@ -9,7 +9,7 @@ these descriptors handed to the same C++ engine. See DESIGN.md, "Dense layouts a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -22,13 +22,30 @@ __all__ = ["Dim", "BlockedLayout"]
 @dataclass(frozen=True)
 class Dim:
     """One logical dimension: ``extent`` elements, split into an outer count and ``tiles``
-    (inner tile sizes, outer to inner). ``ragged=True`` (one tile only) stores the last block
-    with just ``extent % tile`` elements instead of padding it."""
+    (inner tile sizes, outer to inner; a later tile takes lower digits).
+
+    ``ragged=True`` (one tile only) stores the last block with just ``extent % tile`` elements
+    instead of padding it (NVDLA DC weights). ``pad_lo`` / ``pad_hi`` add padding before blocking
+    and ``align`` rounds the padded extent up to a multiple (clDNN ``__aiN``): logical index ``i``
+    sits at padded coordinate ``i + pad_lo`` and the outer count is
+    ``ceil(align_up(pad_lo + extent + pad_hi, align) / product(tiles))``. ``divisors`` gives an
+    explicit digit divisor per tile (clDNN swizzles; default: the product of the later tiles).
+    All in elements."""
 
     name: str
     extent: int
     tiles: tuple[int, ...] = field(default_factory=tuple)
     ragged: bool = False
+    pad_lo: int = 0
+    pad_hi: int = 0
+    align: int = 1
+    divisors: Optional[tuple[int, ...]] = None
+
+    @property
+    def storage(self) -> int:
+        """Padded and aligned extent before tile rounding (elements)."""
+        p = self.pad_lo + self.extent + self.pad_hi
+        return -(-p // self.align) * self.align
 
 
 class BlockedLayout:
@@ -72,11 +89,16 @@ class BlockedLayout:
         if strides:
             raise LayoutError(f"byte_strides: {sorted(strides)} are not loops of the order")
         self.order = tuple((n, int(lv)) for n, lv in order)
-        if any(v >= 2**63 for d in self.dims for v in (d.extent, *d.tiles)) or \
+        for d in self.dims:
+            if min(d.pad_lo, d.pad_hi) < 0 or d.align < 1:
+                raise LayoutError(f"dim {d.name!r}: padding must be >= 0 and align >= 1, got pad_lo={d.pad_lo}, "
+                                  f"pad_hi={d.pad_hi}, align={d.align}")
+        if any(v >= 2**63 for d in self.dims for v in (d.extent, d.storage, *d.tiles)) or \
                 any(s >= 2**63 for _, _, s in core_order):
             raise LayoutError("dims/byte_strides: a value does not fit in 64 bits (size arithmetic overflows)")
         self._core = _core.BlockedLayout(
-            [(d.name, int(d.extent), [int(t) for t in d.tiles], bool(d.ragged)) for d in self.dims],
+            [(d.name, int(d.extent), [int(t) for t in d.tiles], bool(d.ragged), int(d.pad_lo), int(d.storage),
+              [int(v) for v in d.divisors] if d.divisors is not None else []) for d in self.dims],
             core_order, self.dtype.itemsize)
 
     @property

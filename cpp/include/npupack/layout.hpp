@@ -15,6 +15,12 @@
 // Each loop may carry an explicit byte stride (NVDLA line/surface/batch strides); loops without
 // one are packed against the loops inside them. Explicit strides and ragged dims do not mix.
 //
+// Padding before blocking (clDNN): a dim may have lower padding `pad_lo` and a storage extent
+// `storage` >= pad_lo + extent (upper padding and alignment included); logical index i sits at
+// padded coordinate p = i + pad_lo, and the outer count is ceil(storage / product(tiles)).
+// A tile may carry an explicit digit divisor (clDNN's swizzled formats): its digit is
+// (p / divisor) % tile instead of the default divisor, the product of the tiles after it.
+//
 // offset_of() is the specification; pack/unpack (pack.hpp) must agree with it byte for byte.
 #pragma once
 #include <cstdint>
@@ -25,9 +31,12 @@ namespace npupack {
 
 struct DimSpec {
   std::string name;
-  int64_t extent = 1;          // logical size, elements
-  std::vector<int64_t> tiles;  // inner tile sizes, outer to inner
+  int64_t extent = 1;             // logical size, elements
+  std::vector<int64_t> tiles;     // inner tile sizes, outer to inner
   bool ragged = false;
+  int64_t pad_lo = 0;             // elements before the first logical one
+  int64_t storage = 0;            // padded extent before tile rounding; 0 = pad_lo + extent
+  std::vector<int64_t> divisors;  // explicit digit divisor per tile; empty = default
 };
 
 struct AxisSpec {
@@ -43,7 +52,7 @@ class BlockedLayout {
     int dim;
     int level;
     int64_t extent;  // loop count of a full block
-    int64_t weight;  // logical-index weight of one step (product of the tiles inside it)
+    int64_t weight;  // padded-coordinate weight of one step (the digit divisor)
     int64_t stride;  // byte stride (for a ragged layout: stride when every block is full)
   };
 
@@ -57,6 +66,9 @@ class BlockedLayout {
   // True when some bytes of [0, nbytes) hold no element (padded tiles, stride gaps).
   bool has_holes() const { return holes_; }
   bool ragged() const { return ragged_; }
+  // False when some dim's digit divisors are not nested (swizzled): the fast path then walks
+  // element by element through offset_of.
+  bool monotonic() const { return monotonic_; }
   int64_t elem_bytes() const { return elem_bytes_; }
   int64_t elements() const { return elements_; }
   const std::vector<DimSpec>& dims() const { return dims_; }
@@ -76,6 +88,7 @@ class BlockedLayout {
   int64_t elements_ = 1;
   bool holes_ = false;
   bool ragged_ = false;
+  bool monotonic_ = true;
 };
 
 }  // namespace npupack
