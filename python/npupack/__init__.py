@@ -1,7 +1,9 @@
 """npupack: pack neural-network tensors into the exact in-memory layouts accelerators read."""
 from npupack._core import LayoutError
 from npupack.errors import UnsupportedError
-from npupack.layout import BlockedLayout
+from npupack.grammar import Layout, Tile, pack, unpack
+from npupack.layout import BlockedLayout, Dim
 
 __version__ = "0.1.0"
-__all__ = ["BlockedLayout", "LayoutError", "UnsupportedError", "__version__"]
+__all__ = ["BlockedLayout", "Dim", "Layout", "LayoutError", "Tile", "UnsupportedError", "pack", "unpack",
+           "__version__"]

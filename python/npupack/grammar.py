@@ -1,0 +1,420 @@
+"""Shape-independent blocked layouts and their text forms.
+
+A :class:`Layout` names the logical dims (NumPy axis order), the outer nesting, the inner tiles
+(outer to inner; a dim may be split more than once and the innermost-listed tile takes the lowest
+digits), optional explicit digit divisors and per-dim alignment. Bound to a shape (and optional
+padding) it becomes the engine's :class:`~npupack.layout.BlockedLayout`.
+
+Text forms:
+
+* ``Layout.parse("NCHW16c")`` — upper/lower-case outer letters give the outer nesting, then
+  ``<n><letter>`` inner tiles: ``NCHW16c``, ``OIHW8i16o2i``, ``gOIHW16i16o``.
+* ``Layout.from_onednn("nChw16c")`` / ``Layout.from_onednn("ABcd8b8a4b")`` — oneDNN format tags
+  (named aliases and ``abc`` string tags; spec/openvino.md section 8).
+
+Offsets follow spec/openvino.md 3.2 (padding before blocking, mixed-radix digits).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from npupack.errors import LayoutError
+from npupack.layout import BlockedLayout, Dim, check_out
+
+__all__ = ["Tile", "Layout", "pack", "unpack"]
+
+_MAX_DIMS = 12  # oneDNN's DNNL_MAX_NDIMS
+_DATA_ORDER = "NCDHW"
+_WEIGHT_ORDER = "GOIDHW"
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One inner tile: ``size`` elements of dim ``dim``; ``divisor`` is an explicit digit divisor
+    (None: the product of the later tiles of the same dim)."""
+
+    dim: str
+    size: int
+    divisor: Optional[int] = None
+
+
+def _syntax_error(text: str, pos: int, rule: str) -> LayoutError:
+    return LayoutError(f"layout {text!r}: {rule} (at character {pos + 1})\n  {text}\n  {' ' * pos}^")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A blocked layout independent of the tensor's sizes.
+
+    Attributes
+    ----------
+    logical : tuple of str
+        Dim names in the order of the NumPy axes.
+    outer : tuple of str
+        The outer nesting, slowest first (a permutation of ``logical``).
+    tiles : tuple of Tile
+        Inner tiles, outer to inner.
+    align : tuple of (dim, n)
+        Dims whose padded extent is rounded up to a multiple of n before blocking.
+    text : str or None
+        The text the layout was parsed from (``str()`` returns it).
+    """
+
+    logical: tuple
+    outer: tuple
+    tiles: tuple = ()
+    align: tuple = ()
+    text: Optional[str] = None
+
+    def __post_init__(self):
+        if not self.logical:
+            raise LayoutError("layout: needs at least one dimension")
+        if len(set(self.logical)) != len(self.logical):
+            raise LayoutError(f"layout: dims {self.logical} repeat a name")
+        if sorted(self.outer) != sorted(self.logical):
+            raise LayoutError(f"layout: the outer nesting {self.outer} must list every dim of {self.logical} once")
+        for t in self.tiles:
+            if t.dim not in self.logical:
+                raise LayoutError(f"layout: tile {t.size}{t.dim} names a dim that is not in {self.logical}")
+            if t.size < 1:
+                raise LayoutError(f"layout: tile sizes must be >= 1, got {t.size} for {t.dim}")
+        for d, n in self.align:
+            if d not in self.logical or n < 1:
+                raise LayoutError(f"layout: bad alignment {n} for dim {d!r}")
+
+    # ------------------------------------------------------------------ text forms
+    @classmethod
+    def parse(cls, text: str, *, logical: Optional[Sequence[str]] = None) -> "Layout":
+        """Parse the DESIGN.md grammar: outer letters (each dim once, any case), then inner tiles
+        ``<n><letter>`` (``NCHW16c``, ``OIHW8i16o2i``, ``gOIHW16i16o``).
+
+        The NumPy axis order is ``logical`` if given, else the field's default for the letters:
+        ``N C D H W`` for data letters, ``G O I D H W`` for weight letters, alphabetical for
+        ``abc`` letters, and otherwise the outer order as written. Dims are named by their
+        upper-case letter.
+
+        Raises
+        ------
+        LayoutError
+            The message quotes the text and points at the offending character: a character that
+            is not a letter or digit, a repeated outer letter, a tile without a letter or with
+            size 0, a tile on a dim that is not an outer letter.
+        TypeError
+            ``text`` is not a str.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text: expected a str, got {type(text).__name__}")
+        if not text:
+            raise LayoutError("layout '': empty text")
+        outer, tiles, pos = [], [], 0
+        while pos < len(text) and text[pos].isalpha():
+            letter = text[pos].upper()
+            if letter in outer:
+                raise _syntax_error(text, pos, f"dimension {letter} appears twice in the outer letters")
+            outer.append(letter)
+            pos += 1
+        if not outer:
+            raise _syntax_error(text, 0, "a layout starts with its outer dimension letters")
+        for m in re.finditer(r"(\d+)([A-Za-z]?)|(.)", text[pos:]):
+            at = pos + m.start()
+            if m.group(3) is not None:
+                rule = "outer letters must come before the tiles" if m.group(3).isalpha() else \
+                    f"unexpected character {m.group(3)!r}"
+                raise _syntax_error(text, at, rule)
+            size, letter = int(m.group(1)), m.group(2).upper()
+            if not letter:
+                raise _syntax_error(text, pos + m.end(), "a tile needs a dimension letter after its size")
+            if size < 1:
+                raise _syntax_error(text, at, "a tile size must be >= 1")
+            if letter not in outer:
+                raise _syntax_error(text, at + len(m.group(1)), f"tile on {letter}, which is not an outer dimension")
+            tiles.append(Tile(letter, size))
+        order = tuple(l.upper() for l in logical) if logical is not None else _default_logical(outer)
+        return cls(order, tuple(outer), tuple(tiles), (), text)
+
+    @classmethod
+    def from_onednn(cls, tag: str) -> "Layout":
+        """A oneDNN format tag: a named alias (``nChw16c``, ``OIhw8i16o2i``, ``gOIhw16i16o``,
+        ``hwio``) or an ``abc`` string tag (``aBcd16b``, ``ABcd8b8a4b``); spec/openvino.md 8.1.
+
+        Dims are named ``A``, ``B``, ... in logical order (``a`` = logical dim 0). Raises
+        LayoutError for a letter used twice or missing, an upper-case letter without an inner
+        block, an inner block on a lower-case dim, a block size < 2, or more than 12 dims.
+        """
+        if not isinstance(tag, str):
+            raise TypeError(f"tag: expected a str, got {type(tag).__name__}")
+        m = re.fullmatch(r"([A-Za-z]+)((?:\d+[A-Za-z])*)", tag)
+        if not m:
+            raise LayoutError(f"tag {tag!r}: not a oneDNN format tag (outer letters, then <n><letter> blocks)")
+        outer_txt, blocks_txt = m.group(1), m.group(2)
+        blocks = re.findall(r"(\d+)([A-Za-z])", blocks_txt)
+        abc = _to_abc(tag, outer_txt, blocks)
+        outer_abc, blocks_abc = abc
+        n = len(outer_abc)
+        if n > _MAX_DIMS:
+            raise LayoutError(f"tag {tag!r}: {n} dims, oneDNN allows at most {_MAX_DIMS}")
+        folded = outer_abc.lower()
+        if sorted(folded) != [chr(ord("a") + i) for i in range(n)]:
+            raise LayoutError(f"tag {tag!r}: the outer letters must name each of the first {n} dims once")
+        blocked = {b.lower() for _, b in blocks_abc}
+        for c in outer_abc:
+            if c.isupper() and c.lower() not in blocked:
+                raise LayoutError(f"tag {tag!r}: {c} is upper-case (blocked) but has no inner block")
+            if c.islower() and c in blocked:
+                raise LayoutError(f"tag {tag!r}: dim {c} has an inner block but is lower-case in the outer letters")
+        tiles = []
+        for size, b in blocks_abc:
+            if b.lower() not in folded:
+                raise LayoutError(f"tag {tag!r}: block on dim {b}, which is not an outer letter")
+            if int(size) < 2:
+                raise LayoutError(f"tag {tag!r}: block size {size} < 2")
+            tiles.append(Tile(b.upper(), int(size)))
+        logical = tuple(chr(ord("A") + i) for i in range(n))
+        return cls(logical, tuple(c.upper() for c in outer_abc), tuple(tiles), (), tag)
+
+    def to_onednn(self) -> Optional[str]:
+        """The ``abc`` string tag of this layout, or None when a tag cannot express it (explicit
+        divisors, alignment, more than 12 dims)."""
+        if any(t.divisor is not None for t in self.tiles) or self.align or len(self.logical) > _MAX_DIMS:
+            return None
+        letter = {d: chr(ord("a") + i) for i, d in enumerate(self.logical)}
+        blocked = {t.dim for t in self.tiles}
+        return "".join(letter[d].upper() if d in blocked else letter[d] for d in self.outer) + \
+            "".join(f"{t.size}{letter[t.dim]}" for t in self.tiles)
+
+    def __str__(self) -> str:
+        if self.text is not None:
+            return self.text
+        if any(t.divisor is not None for t in self.tiles) or self.align or \
+                any(len(d) != 1 for d in self.logical):
+            return self.describe()
+        return "".join(self.outer) + "".join(f"{t.size}{t.dim.lower()}" for t in self.tiles)
+
+    def describe(self) -> str:
+        """The nesting, outer to inner, in spec notation: ``[b][f/16][y][x][f%16]``,
+        ``[o/16][i/16][y][x][(i/2)%8][o%16][i%2]``, ``[o/32][align32(I)][y][x][o%32]``."""
+        total = self._tile_products()
+        align = dict(self.align)
+        parts = []
+        for d in self.outer:
+            if total[d] > 1:
+                parts.append(f"[{d}/{total[d]}]")
+            elif d in align and align[d] > 1:
+                parts.append(f"[align{align[d]}({d.upper()})]")
+            else:
+                parts.append(f"[{d}]")
+        for t, div in zip(self.tiles, self._divisors()):
+            parts.append(f"[{t.dim}%{t.size}]" if div == 1 else f"[({t.dim}/{div})%{t.size}]")
+        return "".join(parts)
+
+    # ------------------------------------------------------------------ binding to a shape
+    @property
+    def rank(self) -> int:
+        return len(self.logical)
+
+    def _tile_products(self) -> dict:
+        total = {d: 1 for d in self.logical}
+        for t in self.tiles:
+            total[t.dim] *= t.size
+        return total
+
+    def _divisors(self) -> list:
+        """The digit divisor of each tile (explicit, or the product of the later same-dim tiles)."""
+        out = []
+        for j, t in enumerate(self.tiles):
+            if t.divisor is not None:
+                out.append(t.divisor)
+            else:
+                out.append(int(np.prod([u.size for u in self.tiles[j + 1:] if u.dim == t.dim], dtype=np.int64)))
+        return out
+
+    def _padding(self, shape, pad_lo, pad_hi):
+        shape = tuple(shape)
+        if len(shape) != self.rank:
+            raise LayoutError(f"shape: {shape} has {len(shape)} dimensions, layout {self} has {self.rank} "
+                              f"({', '.join(self.logical)})")
+        for v in shape:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"shape: dimensions must be integers, got {shape}")
+            if v < 1:
+                raise LayoutError(f"shape: every dimension must be >= 1, got {shape}")
+        pads = []
+        for name, p in (("pad_lo", pad_lo), ("pad_hi", pad_hi)):
+            p = (0,) * self.rank if p is None else tuple(p)
+            if len(p) != self.rank:
+                raise LayoutError(f"{name}: needs {self.rank} entries (one per dim of {self.logical}), got {p}")
+            if any(int(v) != v or v < 0 for v in p):
+                raise LayoutError(f"{name}: padding must be non-negative integers, got {p}")
+            pads.append(tuple(int(v) for v in p))
+        return tuple(int(v) for v in shape), pads[0], pads[1]
+
+    def bind(self, shape, dtype, *, pad_lo=None, pad_hi=None) -> BlockedLayout:
+        """The engine descriptor for a tensor of ``shape`` (logical order, elements) and
+        ``dtype``, with optional lower/upper padding per dim (elements, applied before blocking).
+        Raises LayoutError for a rank mismatch, dims < 1, negative padding or overflow."""
+        shape, lo, hi = self._padding(shape, pad_lo, pad_hi)
+        divs = self._divisors()
+        align = dict(self.align)
+        dims = []
+        for i, d in enumerate(self.logical):
+            mine = [(t, dv) for t, dv in zip(self.tiles, divs) if t.dim == d]
+            explicit = any(t.divisor is not None for t, _ in mine)
+            dims.append(Dim(d, shape[i], tuple(t.size for t, _ in mine), pad_lo=lo[i], pad_hi=hi[i],
+                            align=align.get(d, 1), divisors=tuple(dv for _, dv in mine) if explicit else None))
+        order = [(d, 0) for d in self.outer]
+        level = {d: 0 for d in self.logical}
+        for t in self.tiles:
+            level[t.dim] += 1
+            order.append((t.dim, level[t.dim]))
+        return _bind_cached(tuple(dims), tuple(order), np.dtype(dtype))
+
+    def packed_shape(self, shape, *, pad_lo=None, pad_hi=None) -> tuple:
+        """The extents of the nesting (outer counts, then tile sizes), elements: the shape of the
+        packed buffer viewed as a dense array (spec/openvino.md 3.2)."""
+        shape, lo, hi = self._padding(shape, pad_lo, pad_hi)
+        total = self._tile_products()
+        align = dict(self.align)
+        q = {}
+        for i, d in enumerate(self.logical):
+            a = align.get(d, 1)
+            e = -(-(lo[i] + shape[i] + hi[i]) // a) * a
+            q[d] = -(-e // total[d])
+        return tuple(q[d] for d in self.outer) + tuple(t.size for t in self.tiles)
+
+    def nbytes(self, shape, dtype, *, pad_lo=None, pad_hi=None) -> int:
+        """Size of the packed buffer in bytes: product of ``packed_shape`` times the itemsize."""
+        return self.bind(shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi).nbytes
+
+    def offset_of(self, shape, index, *, pad_lo=None, pad_hi=None) -> int:
+        """Offset in **elements** of logical ``index`` in the packed buffer."""
+        return self.bind(shape, np.uint8, pad_lo=pad_lo, pad_hi=pad_hi).offset_of(index)
+
+
+def _default_logical(outer: list) -> tuple:
+    letters = set(outer)
+    if letters <= set(_DATA_ORDER):
+        return tuple(c for c in _DATA_ORDER if c in letters)
+    if letters <= set(_WEIGHT_ORDER):
+        return tuple(c for c in _WEIGHT_ORDER if c in letters)
+    if sorted(letters) == [chr(ord("A") + i) for i in range(len(letters))]:
+        return tuple(sorted(letters))
+    return tuple(outer)
+
+
+def _to_abc(tag: str, outer: str, blocks: list):
+    """Translate a named oneDNN alias (n c d h w / g o i d h w letters) to abc letters, keeping
+    each letter's case (spec/openvino.md 8.1). abc tags pass through."""
+    n = len(outer)
+    if sorted(outer.lower()) == [chr(ord("a") + i) for i in range(n)]:
+        return outer, blocks
+    low = outer.lower()
+    if "g" in low or "o" in low or "i" in low:
+        first = [c for c in "goi" if c in low]
+    else:
+        first = [c for c in "nc" if c in low]
+    names = first + [c for c in "dhw" if c in low]
+    if sorted(names) != sorted(low):
+        raise LayoutError(f"tag {tag!r}: letters {outer!r} are neither abc letters nor a named alias "
+                          "(n c d h w for data, g o i d h w for weights)")
+    mapping = {c: chr(ord("a") + i) for i, c in enumerate(names)}
+
+    def tr(c):
+        if c.lower() not in mapping:
+            raise LayoutError(f"tag {tag!r}: block letter {c!r} is not one of the tag's dims")
+        m = mapping[c.lower()]
+        return m.upper() if c.isupper() else m
+
+    return "".join(tr(c) for c in outer), [(s, tr(b)) for s, b in blocks]
+
+
+_BIND_CACHE: dict = {}
+
+
+def _bind_cached(dims: tuple, order: tuple, dtype: np.dtype) -> BlockedLayout:
+    # Descriptors are immutable; repeated calls with the same shape (a compiler packing a model,
+    # a benchmark loop) reuse the C++ object.
+    key = (dims, order, dtype)
+    layout = _BIND_CACHE.get(key)
+    if layout is None:
+        if len(_BIND_CACHE) > 4096:
+            _BIND_CACHE.clear()
+        layout = _BIND_CACHE[key] = BlockedLayout(dims, order, dtype)
+    return layout
+
+
+_PACKABLE_KINDS = "biufc"
+
+
+def _as_layout(layout) -> Layout:
+    if isinstance(layout, Layout):
+        return layout
+    if isinstance(layout, str):
+        return Layout.parse(layout)
+    raise TypeError(f"layout: expected a npupack.Layout or its text, got {type(layout).__name__}")
+
+
+def _check_dtype(dtype, what: str) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype.kind not in _PACKABLE_KINDS or dtype.itemsize not in (1, 2, 4, 8):
+        raise TypeError(f"{what}: dtype {dtype} cannot be packed; use a numeric dtype of 1, 2, 4 or 8 bytes")
+    return dtype
+
+
+def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.ndarray:
+    """Pack ``x`` into a blocked layout (generic engine; spec/openvino.md 3.2 and 4).
+
+    Parameters
+    ----------
+    x : array_like
+        Logical tensor in the layout's logical order (``layout.logical``), any numeric dtype of
+        1, 2, 4 or 8 bytes (int8, uint8, int16, uint16, float16, float32, ...), any strides.
+        Elements are moved, never converted. Not modified.
+    layout : Layout or str
+        A :class:`Layout` or its text (``"NCHW16c"``).
+    out : numpy.ndarray of uint8, optional
+        Writable C-contiguous buffer of at least ``nbytes`` bytes; its first ``nbytes`` bytes
+        are written (every one of them).
+    pad_value : scalar
+        Value of every position that holds no element (tails, padding, alignment), in x's dtype.
+    pad_lo, pad_hi : sequence of int, optional
+        Lower/upper padding per dim (elements), applied before blocking.
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D uint8 of ``layout.nbytes(x.shape, x.dtype)`` bytes (a view of ``out`` when given).
+
+    Raises
+    ------
+    TypeError
+        A non-numeric dtype; ``out`` not uint8; ``layout`` of the wrong type.
+    LayoutError
+        Bad layout text; ``x.ndim`` != the layout's rank; negative padding; ``out`` too small or
+        read-only; size overflow.
+    """
+    lay = _as_layout(layout)
+    arr = np.asarray(x)
+    dtype = _check_dtype(arr.dtype, "x")
+    if arr.ndim != lay.rank:
+        raise LayoutError(f"x: has {arr.ndim} dimensions, layout {lay} has {lay.rank} ({', '.join(lay.logical)})")
+    bound = lay.bind(arr.shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi)
+    if out is not None:
+        check_out(out, bound.nbytes)
+    return bound.pack(arr, out=out, pad_value=pad_value)
+
+
+def unpack(buf, layout, shape, dtype, *, pad_lo=None, pad_hi=None) -> np.ndarray:
+    """Read the logical tensor of ``shape`` (logical order) and ``dtype`` back from a packed
+    buffer (uint8, at least ``nbytes`` bytes); positions that hold no element are ignored.
+
+    Returns a new array of ``shape`` and ``dtype``. Raises as :func:`pack`, and LayoutError when
+    ``buf`` is too short.
+    """
+    lay = _as_layout(layout)
+    dtype = _check_dtype(dtype, "dtype")
+    bound = lay.bind(shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi)
+    return bound.unpack(buf)

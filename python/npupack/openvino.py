@@ -1,0 +1,311 @@
+"""OpenVINO GPU plugin (clDNN) memory formats (spec/openvino.md; seed "GPUPluginMemoryFormats").
+
+Every supported named format is a :class:`~npupack.grammar.Layout` built from the spec's table
+(``npupack.openvino_table``), packed by the generic engine. Arrays are passed in the format's
+logical order, clDNN's default order for its rank (section 2): data ``bfyx`` / ``bfzyx`` / ...,
+weights ``oiyx`` / ``oizyx``, grouped weights ``goiyx`` / ``goizyx`` (ONNX grouped weights
+``(K, C/G, R, S)`` must be reshaped to ``(G, K/G, C/G, R, S)`` by the caller), fully-connected
+formats ``bf`` / ``oi`` (a 4-D/5-D array is flattened to ``(N, C*H*W)`` first).
+
+Padding (``pad_lo``, ``pad_hi``, elements per logical dim) is applied before blocking; every
+position without an element (padding, block tails, alignment) is ``pad_value`` (default 0).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import numpy as np
+
+from npupack.errors import LayoutError, UnsupportedError
+from npupack.grammar import Layout, Tile, _check_dtype
+from npupack.layout import check_out
+from npupack.openvino_table import LEFT_OUT, ROWS
+
+__all__ = ["FormatInfo", "formats", "parse_format", "parse_name", "layout", "nbytes", "packed_shape",
+           "offset_of", "pack", "unpack", "to_onednn"]
+
+_DIMS = "bfoigvuwzyx"
+_SPATIAL = "vuwzyx"  # outer to inner
+
+
+@dataclass(frozen=True)
+class FormatInfo:
+    """One named clDNN format (spec/openvino.md section 5).
+
+    ``kind`` is "data", "weights" or "grouped_weights"; ``logical`` the NumPy axis order
+    (``"bfyx"``); ``nesting`` the physical order (``"[b][f/16][y][x][f%16]"``); ``onednn`` the
+    equivalent oneDNN string tag or None; ``layout`` the descriptor (None when unsupported,
+    ``reason`` then says why)."""
+
+    name: str
+    kind: str
+    rank: int
+    logical: str
+    supported: bool
+    reason: Optional[str]
+    nesting: str
+    onednn: Optional[str]
+    layout: Optional[Layout]
+
+
+# ---------------------------------------------------------------------- table rows -> layouts
+
+def _row_layout(name: str, logical: str, nesting: str, tiles: str) -> Layout:
+    """A table row's descriptor: outer order from the nesting column, tiles (with explicit
+    divisors) and alignment from the tiles column."""
+    dims = ("g", "o", "i", "yx") if "yx/" in nesting or "(yx" in nesting else tuple(logical)
+    outer = []
+    for tok in re.findall(r"\[([^\]]+)\]", nesting):
+        if "%" in tok:
+            continue
+        m = re.fullmatch(r"align\d+\((\w)\)", tok)
+        outer.append(m.group(1).lower() if m else tok.split("/")[0])
+    tile_list = tuple(Tile(d, int(n), int(div) if div else None)
+                      for d, n, div in re.findall(r"\((\w+),(\d+)(?:,÷(\d+))?\)", tiles))
+    align = tuple((d.lower(), int(n)) for d, n in re.findall(r"align (\w)→(\d+)", tiles))
+    return Layout(dims, tuple(outer), tile_list, align, None)
+
+
+@lru_cache(maxsize=None)
+def _table() -> dict:
+    table = {}
+    for section, name, kind, logical, nesting, tiles, onednn, _gpu in ROWS:
+        supported = logical != "–"
+        lay = _row_layout(name, logical, nesting, tiles) if supported else None
+        tag = onednn.split(" ")[0] if supported and onednn not in ("–", "") else None
+        rank = len(logical) if supported else 0
+        table[name] = (section, FormatInfo(name, kind, rank, logical if supported else "", supported,
+                                           None if supported else LEFT_OUT[name], nesting if supported else "",
+                                           tag, lay))
+    return table
+
+
+def formats() -> list:
+    """Every named format of the current clDNN enum (141: 123 supported, 18 left out with
+    ``reason``), as :class:`FormatInfo`, in the spec's table order."""
+    return [info for _, info in _table().values()]
+
+
+# ---------------------------------------------------------------------- the name grammar (3.1)
+
+def parse_name(name: str) -> Layout:
+    """Derive a layout from a clDNN format name by the grammar of spec/openvino.md 3.1
+    (outer parts, ``<dims>s<a|v><N>`` blocks, ``__aiN`` / ``__aoN`` alignment). The logical
+    order follows from the letters: ``g o i`` + spatial for grouped weights, ``o i`` + spatial
+    for weights, ``b f`` + spatial for data. ``_swizzled_by_N`` is rejected (defined only for
+    the table's names). Raises LayoutError for a name outside the grammar."""
+    if not isinstance(name, str):
+        raise TypeError(f"name: expected a str, got {type(name).__name__}")
+    if "_swizzled_by_" in name:
+        raise UnsupportedError(f"name {name!r}: swizzled formats are defined only by the table of "
+                               "spec/openvino.md section 5, not by the grammar")
+    body, align = name, []
+    while True:
+        m = re.search(r"__a([io])(\d+)$", body)
+        if not m:
+            break
+        align.insert(0, (m.group(1), int(m.group(2))))
+        body = body[:m.start()]
+    outer, tiles = [], []
+    for part in body.split("_"):
+        m = re.fullmatch(r"([%s]+)s[av](\d+)" % _DIMS, part)
+        if m:
+            tiles.append(Tile(m.group(1), int(m.group(2))))
+            continue
+        pos = 0
+        while pos < len(part):
+            if part.startswith("yxs", pos):
+                outer.append("yx")
+                pos += 3
+            elif part[pos] in _DIMS:
+                outer.append(part[pos])
+                pos += 2 if part.startswith("s", pos + 1) else 1
+            else:
+                raise LayoutError(f"name {name!r}: part {part!r} is not an outer part or a block "
+                                  "(spec/openvino.md 3.1)")
+    letters = set("".join(outer))
+    if "g" in letters:
+        first = "goi"
+    elif letters & set("oi"):
+        first = "oi"
+    else:
+        first = "bf"
+    if "yx" in outer:
+        logical = tuple(first) + ("yx",)
+    else:
+        logical = tuple(first) + tuple(c for c in _SPATIAL if c in letters)
+    if sorted(outer) != sorted(logical):
+        raise LayoutError(f"name {name!r}: outer dims {outer} do not list each of {logical} once")
+    return Layout(logical, tuple(outer), tuple(tiles), tuple(align), None)
+
+
+def parse_format(name: str) -> Layout:
+    """The layout of a format name: the table first (section 5), then the grammar (older and
+    kernel-selector names such as ``is_os_yx_isa8_osv8_isv2``). Left-out formats raise
+    UnsupportedError quoting the reason; unknown names LayoutError."""
+    entry = _table().get(name)
+    if entry is not None:
+        info = entry[1]
+        if not info.supported:
+            raise UnsupportedError(f"format {name!r} is not supported: {info.reason} (spec/openvino.md 6)")
+        return info.layout
+    try:
+        return parse_name(name)
+    except LayoutError:
+        raise LayoutError(f"format {name!r}: unknown clDNN format (not in spec/openvino.md section 5 and not "
+                          "readable by the grammar of 3.1); see npupack.openvino.formats()") from None
+
+
+layout = parse_format
+
+
+def to_onednn(name: str) -> Optional[str]:
+    """The equivalent oneDNN string tag of a format (``"aBcd16b"``), or None (swizzled, merged
+    dims, ``__ai32``)."""
+    entry = _table().get(name)
+    if entry is not None:
+        return entry[1].onednn
+    return parse_format(name).to_onednn()
+
+
+# ---------------------------------------------------------------------- shapes and padding
+
+def _section(name: str) -> Optional[str]:
+    entry = _table().get(name)
+    return entry[0] if entry else None
+
+
+def _prepare(name: str, shape, pad_lo, pad_hi):
+    """Layout, engine shape and padding for a logical shape; applies the format's rules
+    (fully-connected flattening, merged yx, where padding is allowed)."""
+    lay = parse_format(name)
+    shape = tuple(int(v) for v in shape)
+    nonzero = any(v for v in (pad_lo or ())) or any(v for v in (pad_hi or ()))
+    if lay.rank == 2 and len(shape) in (4, 5):  # fully-connected: (N, C*H*W) / (K, C*R*S)
+        if nonzero:
+            raise UnsupportedError(f"format {name!r}: fully-connected formats take no padding (spec/openvino.md 4)")
+        shape = (shape[0], int(np.prod(shape[1:])))
+    if "yx" in lay.logical:
+        if len(shape) != 5:
+            raise LayoutError(f"shape: format {name!r} takes (G, O, I, Y, X), got {shape}")
+        if shape[1] != 1 or shape[2] != 1:
+            raise UnsupportedError(f"format {name!r}: only O = I = 1 (depthwise) is self-consistent in clDNN's "
+                                   f"kernel, got O={shape[1]}, I={shape[2]} (spec/openvino.md 6)")
+        if nonzero:
+            raise UnsupportedError(f"format {name!r}: weight formats take no padding (spec/openvino.md 4)")
+        shape = shape[:3] + (shape[3] * shape[4],)
+    if len(shape) != lay.rank:
+        raise LayoutError(f"shape: format {name!r} has rank {lay.rank} ({''.join(lay.logical)}), got {len(shape)} "
+                          f"dimensions {shape}")
+    section = _section(name)
+    is_data = lay.logical[0] == "b"
+    if nonzero and (not is_data or section == "5.4" or lay.rank == 2):
+        raise UnsupportedError(f"format {name!r}: weight and fully-connected formats take no padding "
+                               "(spec/openvino.md 4)")
+    if nonzero and name == "fs_b_yx_fsv32" and ((pad_lo and pad_lo[0]) or (pad_hi and pad_hi[0])):
+        raise UnsupportedError("format 'fs_b_yx_fsv32': its kernel ignores batch padding in the slice pitch, so "
+                               "batch padding is not supported (spec/openvino.md 4)")
+    return lay, shape, pad_lo, pad_hi
+
+
+def _pads(padding, pad_lo, pad_hi):
+    if padding is not None:
+        if pad_lo is not None or pad_hi is not None:
+            raise TypeError("padding: give either padding=(lower, upper) or pad_lo/pad_hi, not both")
+        try:
+            pad_lo, pad_hi = padding
+        except (TypeError, ValueError):
+            raise TypeError(f"padding: expected (lower, upper) sequences, got {padding!r}") from None
+    return pad_lo, pad_hi
+
+
+def nbytes(name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=None) -> int:
+    """Bytes of the packed buffer of a ``shape`` (logical order) tensor of ``dtype``."""
+    lay, shape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
+    return lay.nbytes(shape, _check_dtype(dtype, "dtype"), pad_lo=lo, pad_hi=hi)
+
+
+def packed_shape(name: str, shape, *, pad_lo=None, pad_hi=None, padding=None) -> tuple:
+    """The extents of the physical nesting, elements (spec/openvino.md 3.2)."""
+    lay, shape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
+    return lay.packed_shape(shape, pad_lo=lo, pad_hi=hi)
+
+
+def offset_of(name: str, shape, index, *, pad_lo=None, pad_hi=None, padding=None) -> int:
+    """Offset in **elements** of logical ``index`` (same rank as ``shape``)."""
+    lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
+    index = tuple(int(i) for i in index)
+    if len(index) != len(shape):
+        raise LayoutError(f"index: {index} does not match shape {tuple(shape)}")
+    if len(eshape) != len(shape):  # flattened FC or merged yx: same flattening of the index
+        flat = int(np.ravel_multi_index(index, tuple(shape)))
+        index = np.unravel_index(flat, eshape)
+    return lay.offset_of(eshape, index, pad_lo=lo, pad_hi=hi)
+
+
+def pack(x, name: str, *, pad_lo=None, pad_hi=None, padding=None, pad_value=0, out=None) -> np.ndarray:
+    """Pack ``x`` into the named clDNN format (spec/openvino.md 3.2, 4).
+
+    Parameters
+    ----------
+    x : array_like
+        In the format's logical order (``formats()[...].logical``): data ``(N, C, H, W)`` /
+        ``(N, C, D, H, W)`` / ..., weights ``(K, C, R, S)``, grouped weights ``(G, K/G, C/G, R, S)``,
+        FC formats ``(N, F)`` or 4-D/5-D (flattened). Any numeric dtype of 1, 2, 4 or 8 bytes
+        (elements are moved, never converted); any strides; not modified.
+    name : str
+        A format name (``"b_fs_yx_fsv16"``), or an older name the grammar reads.
+    pad_lo, pad_hi : sequence of int, optional
+        Lower/upper padding per logical dim (elements), data formats only (section 4).
+        ``padding=(pad_lo, pad_hi)`` is the same.
+    pad_value : scalar
+        Value of every position without an element (default 0).
+    out : numpy.ndarray of uint8, optional
+        Writable C-contiguous buffer of at least ``nbytes`` bytes.
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D uint8 of ``nbytes(name, x.shape, x.dtype, ...)`` bytes.
+
+    Raises
+    ------
+    UnsupportedError
+        A left-out format (its reason), padding where section 4 forbids it, ``gs_oi_yxs_*`` with
+        O or I != 1.
+    LayoutError
+        Unknown name, rank mismatch, negative padding, ``out`` too small or read-only, overflow.
+    TypeError
+        Non-numeric dtype, ``out`` not uint8.
+    """
+    arr = np.asarray(x)
+    lay, shape, lo, hi = _prepare(name, arr.shape, *_pads(padding, pad_lo, pad_hi))
+    dtype = _check_dtype(arr.dtype, "x")
+    bound = lay.bind(shape, dtype, pad_lo=lo, pad_hi=hi)
+    if out is not None:
+        check_out(out, bound.nbytes)
+    return bound.pack(arr.reshape(shape), out=out, pad_value=pad_value)
+
+
+def unpack(buf, name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=None, check_padding=False,
+           pad_value=0) -> np.ndarray:
+    """Read a ``shape`` (logical order) tensor of ``dtype`` back from a packed buffer.
+
+    With ``check_padding=True`` every position that holds no element must equal ``pad_value``,
+    else LayoutError (useful against oracles). Raises as :func:`pack`, and LayoutError when
+    ``buf`` is too short."""
+    lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
+    dtype = _check_dtype(dtype, "dtype")
+    bound = lay.bind(eshape, dtype, pad_lo=lo, pad_hi=hi)
+    out = bound.unpack(buf)
+    if check_padding:
+        expected = bound.pack(out, pad_value=pad_value)
+        got = np.asarray(buf, dtype=np.uint8).reshape(-1)[:bound.nbytes]
+        bad = np.flatnonzero(expected != got)
+        if bad.size:
+            raise LayoutError(f"buf: byte {int(bad[0])} is padding but holds {int(got[bad[0]])}, not the pad value "
+                              f"{pad_value!r} ({bad.size} such bytes)")
+    return out.reshape(tuple(shape))
