@@ -49,6 +49,38 @@ def _cmd_inspect(args) -> int:
     return 0
 
 
+def _ints(text: str) -> tuple:
+    try:
+        return tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _cmd_explain(args) -> int:
+    from npupack.explain import explain_lines, resolve_layout
+
+    for line in explain_lines(resolve_layout(args.format), args.shape, pad_lo=args.pad_lo, pad_hi=args.pad_hi,
+                              limit=args.limit):
+        print(line)
+    return 0
+
+
+def _cmd_formats(args) -> int:
+    from npupack import openvino
+
+    print("OpenVINO GPU (clDNN) formats: name, logical order, nesting, oneDNN tag")
+    for f in openvino.formats():
+        if f.supported:
+            print(f"  {f.name:46s} {f.logical:9s} {f.nesting:52s} {f.onednn or '-'}")
+    print("left out:")
+    for f in openvino.formats():
+        if not f.supported:
+            print(f"  {f.name:46s} {f.reason.split(';')[0]}")
+    print("NVDLA: feature data (pack_feature), direct-convolution weights incl. grouped (pack_weights kind='dc')")
+    print("Generic: any layout text (NCHW16c, OIHW8i16o2i) or oneDNN tag (nChw16c, ABcd8b16a2b) via npupack.pack")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from npupack.zoo import MODELS
 
@@ -71,6 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
     fm.add_argument("--cache-dir", type=Path, default=None)
     fm.set_defaults(func=_cmd_fetch)
 
+    ex = sub.add_parser("explain", help="print where each element of a layout goes")
+    ex.add_argument("format", help="clDNN format name (b_fs_yx_fsv16), layout text (NCHW16c) or oneDNN tag")
+    ex.add_argument("--shape", type=_ints, required=True, help="logical shape, e.g. 2,2,2,2")
+    ex.add_argument("--pad-lo", type=_ints, default=None, help="lower padding per dim")
+    ex.add_argument("--pad-hi", type=_ints, default=None, help="upper padding per dim")
+    ex.add_argument("--limit", type=int, default=None, help="print at most this many positions")
+    ex.set_defaults(func=_cmd_explain)
+
+    fo = sub.add_parser("formats", help="list every supported format")
+    fo.set_defaults(func=_cmd_formats)
+
     ins = sub.add_parser("inspect", help="list the convolution layers of an ONNX model")
     ins.add_argument("model")
     ins.set_defaults(func=_cmd_inspect)
@@ -81,6 +124,11 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # output piped into `head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as e:
         print(f"npupack: error: {e}", file=sys.stderr)
         return 2

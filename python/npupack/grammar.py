@@ -61,7 +61,7 @@ class Layout:
     align : tuple of (dim, n)
         Dims whose padded extent is rounded up to a multiple of n before blocking.
     text : str or None
-        The text the layout was parsed from (``str()`` returns it).
+        The text or format name the layout was made from (``str()`` returns it).
     """
 
     logical: tuple
@@ -133,7 +133,7 @@ class Layout:
             if letter not in outer:
                 raise _syntax_error(text, at + len(m.group(1)), f"tile on {letter}, which is not an outer dimension")
             tiles.append(Tile(letter, size))
-        order = tuple(l.upper() for l in logical) if logical is not None else _default_logical(outer)
+        order = tuple(c.upper() for c in logical) if logical is not None else _default_logical(outer)
         return cls(order, tuple(outer), tuple(tiles), (), text)
 
     @classmethod
@@ -159,7 +159,8 @@ class Layout:
             raise LayoutError(f"tag {tag!r}: {n} dims, oneDNN allows at most {_MAX_DIMS}")
         folded = outer_abc.lower()
         if sorted(folded) != [chr(ord("a") + i) for i in range(n)]:
-            raise LayoutError(f"tag {tag!r}: the outer letters must name each of the first {n} dims once")
+            raise LayoutError(f"tag {tag!r}: a letter is used twice or missing; the outer letters must name each of "
+                          f"the first {n} dims once")
         blocked = {b.lower() for _, b in blocks_abc}
         for c in outer_abc:
             if c.isupper() and c.lower() not in blocked:
@@ -309,7 +310,7 @@ def _to_abc(tag: str, outer: str, blocks: list):
     """Translate a named oneDNN alias (n c d h w / g o i d h w letters) to abc letters, keeping
     each letter's case (spec/openvino.md 8.1). abc tags pass through."""
     n = len(outer)
-    if sorted(outer.lower()) == [chr(ord("a") + i) for i in range(n)]:
+    if all(c < chr(ord("a") + n) for c in outer.lower()):  # abc letters (repeats are reported later)
         return outer, blocks
     low = outer.lower()
     if "g" in low or "o" in low or "i" in low:

@@ -66,7 +66,7 @@ def _row_layout(name: str, logical: str, nesting: str, tiles: str) -> Layout:
     tile_list = tuple(Tile(d, int(n), int(div) if div else None)
                       for d, n, div in re.findall(r"\((\w+),(\d+)(?:,÷(\d+))?\)", tiles))
     align = tuple((d.lower(), int(n)) for d, n in re.findall(r"align (\w)→(\d+)", tiles))
-    return Layout(dims, tuple(outer), tile_list, align, None)
+    return Layout(dims, tuple(outer), tile_list, align, name)
 
 
 @lru_cache(maxsize=None)
@@ -139,7 +139,7 @@ def parse_name(name: str) -> Layout:
         logical = tuple(first) + tuple(c for c in _SPATIAL if c in letters)
     if sorted(outer) != sorted(logical):
         raise LayoutError(f"name {name!r}: outer dims {outer} do not list each of {logical} once")
-    return Layout(logical, tuple(outer), tuple(tiles), tuple(align), None)
+    return Layout(logical, tuple(outer), tuple(tiles), tuple(align), name)
 
 
 def parse_format(name: str) -> Layout:

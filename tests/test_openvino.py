@@ -1,0 +1,300 @@
+"""OpenVINO GPU (clDNN) formats (spec/openvino.md): the table, the name grammar, the seed's listing,
+the worked examples, every supported format against the 3.2 reference on shapes with tails,
+transcribed OpenCL index functions, and oneDNN's reorder as a real peer."""
+import itertools
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from npupack import LayoutError, UnsupportedError
+from npupack import openvino as ov
+from npupack.cli import main
+from tests.onednn_oracle import Oracle
+from tests.reference import blocked as ref
+from tests.reference import opencl as cl
+
+SUPPORTED = [f for f in ov.formats() if f.supported]
+SEED = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "002_045bb0d47d2a67c6.txt"
+
+
+def ref_pack(info, x, lo=None, hi=None):
+    lay = info.layout
+    return ref.pack(x, lay.logical, lay.outer, [(t.dim, t.size, t.divisor) for t in lay.tiles], dict(lay.align),
+                    lo, hi)
+
+
+def engine_shape(info, shape):
+    """The shape the engine sees: merged yx for gs_oi_yxs_* formats."""
+    return shape[:3] + (shape[3] * shape[4],) if "yx" in info.layout.logical else shape
+
+
+def boundary_shapes(info):
+    """Every blocked (or aligned) dim across 1..2x its block (tails included); others small."""
+    lay = info.layout
+    total = {d: 1 for d in lay.logical}
+    for t in lay.tiles:
+        total[t.dim] *= t.size
+    for d, n in lay.align:
+        total[d] = max(total[d], n)
+    merged = "yx" in lay.logical
+    logical = list(lay.logical[:3]) + ["y", "x"] if merged else list(lay.logical)
+    options = []
+    for d in logical:
+        T = total.get(d, 1)
+        if merged and d in ("o", "i"):
+            options.append([1])
+        elif merged and d in ("y", "x"):
+            options.append([1, 2, 3])
+        elif T > 1:
+            options.append(sorted({1, T - 1, T, T + 1, 2 * T} - {0}))
+        else:
+            options.append([2] if d in "bfoig" else [1, 2])
+    return [tuple(s) for s in itertools.product(*options)]
+
+
+def test_table_counts_and_left_out_reasons():
+    fs = ov.formats()
+    assert len(fs) == 141 and len(SUPPORTED) == 123
+    for f in fs:
+        if not f.supported:
+            assert f.reason
+            with pytest.raises(UnsupportedError, match="not supported"):
+                ov.pack(np.zeros((1, 1, 1, 1), np.int8), f.name)
+
+
+def test_name_grammar_regenerates_the_table():
+    for f in SUPPORTED:
+        if "swizzled" in f.name:
+            with pytest.raises(UnsupportedError):
+                ov.parse_name(f.name)
+            continue
+        lay = ov.parse_name(f.name)
+        assert lay.describe() == f.nesting, f.name
+        assert "".join(lay.logical) == f.logical, f.name
+        assert f.layout.describe() == f.nesting, f.name
+        assert lay.to_onednn() == f.layout.to_onednn()
+
+
+def test_onednn_column():
+    for f in SUPPORTED:
+        mine = f.layout.to_onednn()
+        if f.onednn is None:
+            assert "swizzled" in f.name or "yx" in f.layout.logical or f.name.endswith("__ai32"), f.name
+        elif f.name.endswith("__ai8"):  # equivalent tag (spec 8.2)
+            assert mine is None
+        else:
+            assert mine == f.onednn, f.name
+
+
+def test_seed_listing_b_fs_yx_fsv16():
+    """Every line of the seed's listing: the physical coordinates exactly; the logical element
+    where the seed's fsv < f = 2 (spec 7, item 9: its `f=1` at 18, 34, ... is a typo for f=2)."""
+    from npupack.explain import explain_lines
+
+    lines = list(explain_lines(ov.parse_format("b_fs_yx_fsv16"), (2, 2, 2, 2)))
+    assert "[b:2; fs:1; y:2; x:2; fsv:16] = 128 elements" in lines[0]
+    assert len(lines) == 129
+    ours = {int(m.group(1)): (m.group(2), m.group(3)) for m in
+            (re.match(r"i = (\d+) => (.*) == \[(.*)\];", ln) for ln in lines[1:])}
+    seed = SEED.read_text(encoding="utf-8", errors="replace") if SEED.exists() else pytest.skip("seed not found")
+    listed = re.findall(r"i = (\d+) => \[(b=\d; f=\d+; y=\d; x=\d)\] == \[(b=\d; fs=\d; y=\d; x=\d; fsv=\d+)\]", seed)
+    assert len(listed) == 32  # the seed elides the rest with "..."; all 128 lines are produced above
+    for i, left, right in listed:
+        got_left, got_right = ours[int(i)]
+        assert got_right == right
+        fsv = int(right.split("fsv=")[1])
+        if fsv < 2:
+            assert got_left == f"[{left}]"
+        else:
+            assert got_left == "padding"
+
+
+def test_seed_listing_bfyx():
+    from npupack.explain import explain_lines
+
+    seed = SEED.read_text(encoding="utf-8", errors="replace")
+    planar = re.findall(r"i = (\d+) => \[(b=\d; f=\d; y=\d; x=\d)\];", seed)
+    assert len(planar) == 16
+    lines = list(explain_lines(ov.parse_format("bfyx"), (2, 2, 2, 2)))[1:]
+    for i, left in planar:
+        assert lines[int(i)].startswith(f"i = {i} => [{left}] == ")
+
+
+def test_worked_examples():
+    # 10.1
+    x = np.arange(1, 17, dtype=np.int8).reshape(2, 2, 2, 2)
+    buf = ov.pack(x, "b_fs_yx_fsv16")
+    assert buf.size == 128 and list(np.flatnonzero(buf)) == [0, 1, 16, 17, 32, 33, 48, 49, 64, 65, 80, 81, 96, 97,
+                                                             112, 113]
+    # 10.2
+    kw = dict(pad_lo=(0, 1, 1, 0), pad_hi=(0, 0, 1, 0))
+    assert ov.packed_shape("b_fs_yx_fsv16", (1, 20, 2, 2), **kw) == (1, 2, 4, 2, 16)
+    assert [ov.offset_of("b_fs_yx_fsv16", (1, 20, 2, 2), i, **kw) for i in
+            [(0, 0, 0, 0), (0, 14, 1, 1), (0, 15, 0, 0), (0, 19, 1, 1)]] == [33, 95, 160, 212]
+    # 10.3
+    name, shape = "os_is_yx_isv8_osv16_isv2", (20, 18, 2, 1)
+    assert ov.packed_shape(name, shape) == (2, 2, 2, 1, 8, 16, 2)
+    assert [ov.offset_of(name, shape, i) for i in [(0, 1, 0, 0), (1, 0, 0, 0), (0, 2, 0, 0), (0, 16, 0, 0),
+                                                   (16, 0, 0, 0), (17, 13, 1, 0), (19, 17, 1, 0)]] == \
+        [1, 2, 32, 512, 1024, 1475, 1799]
+    w = np.ones(shape, np.int8)
+    assert np.count_nonzero(ov.pack(w, name)) == 720 and ov.nbytes(name, shape, np.int8) == 2048
+    # 10.4
+    assert ov.offset_of("os_is_yx_osa4_isa8_osv8_isv4_swizzled_by_4", (32, 32, 1, 1), (5, 0, 0, 0)) == 260
+    assert ov.offset_of("os_is_yx_osa4_isa8_osv8_isv4", (32, 32, 1, 1), (5, 0, 0, 0)) == 20
+    assert ov.offset_of("os_is_yx_osv32_isv4_swizzled_by_2", (32, 4, 1, 1), (3, 0, 0, 0)) == 68
+
+
+@pytest.mark.parametrize("info", SUPPORTED, ids=lambda f: f.name)
+def test_every_format_on_boundary_shapes(info):
+    rng = np.random.default_rng(0)
+    for shape in boundary_shapes(info):
+        x = rng.integers(1, 120, shape).astype(np.int8)
+        buf = ov.pack(x, info.name)
+        expected = ref_pack(info, x.reshape(engine_shape(info, shape)))
+        assert np.array_equal(buf, expected), shape
+        assert buf.size == ov.nbytes(info.name, shape, np.int8)
+        assert np.array_equal(ov.unpack(buf, info.name, shape, np.int8, check_padding=True), x)
+
+
+def _index_coded(name, shape):
+    x = (np.arange(int(np.prod(shape)), dtype=np.int32) + 1).reshape(shape)
+    buf = ov.pack(x, name).view(np.int32)
+    return x, buf
+
+
+@pytest.mark.parametrize("name, shape, fn", [
+    ("b_fs_yx_fsv16", (2, 20, 3, 2), lambda b, f, y, x, s: cl.b_fs_yx_fsv(b, f, y, x, s, (0,) * 4, (0,) * 4, 16)),
+    ("b_fs_yx_fsv32", (1, 33, 2, 3), lambda b, f, y, x, s: cl.b_fs_yx_fsv(b, f, y, x, s, (0,) * 4, (0,) * 4, 32)),
+    ("fs_b_yx_fsv32", (3, 40, 2, 2), lambda b, f, y, x, s: cl.fs_b_yx_fsv32(b, f, y, x, s, (0,) * 4, (0,) * 4)),
+    ("bs_fs_zyx_bsv16_fsv32", (17, 33, 2, 1, 2),
+     lambda b, f, z, y, x, s: cl.bs_fs_zyx_bsv_fsv(b, f, z, y, x, s, (0,) * 5, (0,) * 5, 16, 32)),
+    ("os_is_yx_isv16_osv16", (17, 20, 3, 3),
+     lambda o, i, y, x, s: cl.os_is_zyx_isv_osv(o, i, 0, y, x, (s[0], s[1], 1, s[2], s[3]), 16, 16)),
+    ("os_is_zyx_isv16_osv16", (17, 20, 2, 3, 1),
+     lambda o, i, z, y, x, s: cl.os_is_zyx_isv_osv(o, i, z, y, x, s, 16, 16)),
+    ("os_is_yx_osv16_isv16", (33, 5, 1, 2),
+     lambda o, i, y, x, s: cl.os_is_zyx_osv_isv(o, i, 0, y, x, (s[0], s[1], 1, s[2], s[3]), 16, 16)),
+    ("os_is_zyx_osv32_isv16", (40, 17, 2, 1, 1),
+     lambda o, i, z, y, x, s: cl.os_is_zyx_osv_isv(o, i, z, y, x, s, 32, 16)),
+    ("os_is_yx_isa8_osv8_isv4", (9, 40, 2, 2),
+     lambda o, i, y, x, s: cl.g_os_is_zyx_isa_osv_isv(0, o, i, 0, y, x, (1, s[0], s[1], 1, s[2], s[3]), 8, 8, 4)),
+    ("os_is_yx_isv8_osv16_isv2", (20, 32, 2, 1),  # I % 16 == 0 (spec 7, item 5)
+     lambda o, i, y, x, s: cl.g_os_is_zyx_isa_osv_isv(0, o, i, 0, y, x, (1, s[0], s[1], 1, s[2], s[3]), 8, 16, 2)),
+    ("g_os_is_yx_isv8_osv16_isv2", (2, 32, 16, 1, 2),
+     lambda g, o, i, y, x, s: cl.g_os_is_zyx_isa_osv_isv(g, o, i, 0, y, x, (s[0], s[1], s[2], 1, s[3], s[4]), 8, 16,
+                                                         2)),
+    ("os_is_yx_osa4_isa8_osv8_isv4", (40, 33, 1, 2),
+     lambda o, i, y, x, s: cl.os_is_zyx_osa4_isa8_osv8_isv4(o, i, 0, y, x, (s[0], s[1], 1, s[2], s[3]), False)),
+    ("os_is_yx_osa4_isa8_osv8_isv4_swizzled_by_4", (40, 33, 1, 2),
+     lambda o, i, y, x, s: cl.os_is_zyx_osa4_isa8_osv8_isv4(o, i, 0, y, x, (s[0], s[1], 1, s[2], s[3]), True)),
+    ("os_is_zyx_osa4_isa8_osv8_isv4_swizzled_by_4", (33, 40, 2, 1, 1),
+     lambda o, i, z, y, x, s: cl.os_is_zyx_osa4_isa8_osv8_isv4(o, i, z, y, x, s, True)),
+    ("os_is_yx_osv32_isv4_swizzled_by_2", (40, 6, 2, 1),
+     lambda o, i, y, x, s: cl.os_is_yx_osv32_isv4_swizzled_by_2(o, i, y, x, s)),
+    ("os_zyxi_osv16", (20, 3, 2, 1, 2), lambda o, i, z, y, x, s: cl.os_zyxi_osv16(o, i, z, y, x, s)),
+    ("gs_oi_yxs_gsv16_yxsv4", (20, 1, 1, 3, 3), lambda g, o, i, y, x, s: cl.gs_oi_yxs_gsv_yxsv4(g, y, x, s, 16)),
+    ("gs_oi_yxs_gsv4_yxsv4", (5, 1, 1, 2, 3), lambda g, o, i, y, x, s: cl.gs_oi_yxs_gsv_yxsv4(g, y, x, s, 4)),
+    ("g_os_zyx_is_osv16_isv4", (2, 17, 6, 1, 2, 2),
+     lambda g, o, i, z, y, x, s: cl.g_os_zyx_is_osv_isv(g, o, i, z, y, x, s, 16, 4)),
+    ("g_os_zyx_is_osv32_isv16", (1, 33, 17, 2, 1, 1),
+     lambda g, o, i, z, y, x, s: cl.g_os_zyx_is_osv_isv(g, o, i, z, y, x, s, 32, 16)),
+    ("is_os_yx_osa8_isv16_osv4", (33, 17, 2, 1), lambda o, i, y, x, s: cl.is_os_yx_osa8_isv16_osv4(o, i, y, x, s)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_opencl_index_functions(name, shape, fn):
+    x, buf = _index_coded(name, shape)
+    idx = np.indices(shape)
+    where = fn(*idx, shape)
+    assert np.array_equal(buf[where], x)
+
+
+@given(st.sampled_from([f for f in SUPPORTED if f.kind == "data" and f.rank >= 4]), st.data(),
+       st.sampled_from([np.int8, np.float16, np.float32]))
+def test_data_padding_round_trip(info, data, dtype):
+    shape = tuple(data.draw(st.integers(1, 5 if i > 1 else 20)) for i in range(info.rank))
+    lo = [data.draw(st.integers(0, 3)) for _ in shape]
+    hi = [data.draw(st.integers(0, 3)) for _ in shape]
+    if info.name == "fs_b_yx_fsv32":
+        lo[0] = hi[0] = 0
+    x = (np.random.default_rng(1).integers(1, 100, shape)).astype(dtype)
+    buf = ov.pack(x, info.name, padding=(lo, hi), pad_value=0)
+    assert np.array_equal(buf, ref_pack(info, x, lo, hi))
+    assert np.array_equal(ov.unpack(buf, info.name, shape, dtype, pad_lo=lo, pad_hi=hi, check_padding=True), x)
+
+
+def test_fully_connected_formats_flatten_4d():
+    x = np.arange(2 * 3 * 2 * 2, dtype=np.int16).reshape(2, 3, 2, 2)
+    for name in ("bs_fs_fsv8_bsv8", "bs_f_bsv16", "os_i_osv16__ai8"):
+        assert np.array_equal(ov.pack(x, name), ov.pack(x.reshape(2, 12), name))
+        assert np.array_equal(ov.unpack(ov.pack(x, name), name, x.shape, np.int16), x)
+    assert ov.nbytes("os_i_osv16__ai8", (20, 5), np.int8) == 2 * 8 * 16
+    assert ov.packed_shape("os_iyx_osv32__ai32", (33, 5, 1, 1)) == (2, 32, 1, 1, 32)
+
+
+@pytest.fixture(scope="module")
+def onednn():
+    oracle = Oracle.load()
+    if oracle is None:
+        if os.environ.get("CI"):
+            pytest.fail("oneDNN (onednn-cpu-gomp==2023.2.0) is not installed; CI installs tests/requirements.txt")
+        pytest.skip("oneDNN oracle not installed")
+    return oracle
+
+
+@pytest.mark.parametrize("info", [f for f in SUPPORTED if f.onednn], ids=lambda f: f.name)
+def test_against_onednn_reorder(onednn, info):
+    rng = np.random.default_rng(5)
+    shapes = boundary_shapes(info)
+    for shape in shapes[:: max(1, len(shapes) // 6)]:
+        for dtype in (np.int8, np.float16):
+            x = rng.integers(1, 100, shape).astype(dtype)
+            if info.rank == 2 and x.ndim != 2:
+                x = x.reshape(x.shape[0], -1)
+            expected = onednn.reorder(x, info.onednn)
+            assert np.array_equal(ov.pack(x, info.name), expected), (shape, dtype)
+
+
+def test_onednn_padding_equals_padded_tensor(onednn):
+    x = np.random.default_rng(2).integers(1, 100, (2, 20, 3, 2)).astype(np.int8)
+    lo, hi = (1, 3, 1, 0), (0, 2, 1, 2)
+    padded = np.pad(x, list(zip(lo, hi)))
+    assert np.array_equal(ov.pack(x, "b_fs_yx_fsv16", pad_lo=lo, pad_hi=hi), onednn.reorder(padded, "aBcd16b"))
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: ov.pack(np.zeros((1, 1, 1, 1)), "b_fs_qq_fsv16"), LayoutError, "unknown clDNN format"),
+    (lambda: ov.pack(np.zeros((1, 1, 1, 1)), "nv12"), UnsupportedError, "image2d"),
+    (lambda: ov.pack(np.zeros((1, 1, 1)), "b_fs_yx_fsv16"), LayoutError, "rank 4"),
+    (lambda: ov.pack(np.zeros((1, 1, 1, 1)), "b_fs_yx_fsv16", pad_lo=(0, -1, 0, 0)), LayoutError, "non-negative"),
+    (lambda: ov.pack(np.zeros((1, 1, 1, 1)), "os_iyx_osv16", pad_lo=(1, 0, 0, 0)), UnsupportedError, "no padding"),
+    (lambda: ov.pack(np.zeros((1, 40, 1, 1)), "fs_b_yx_fsv32", pad_lo=(1, 0, 0, 0)), UnsupportedError, "batch"),
+    (lambda: ov.pack(np.zeros((4, 2, 1, 3, 3)), "gs_oi_yxs_gsv4_yxsv4"), UnsupportedError, "O = I = 1"),
+    (lambda: ov.pack(np.zeros((1, 17, 1, 1), np.int8), "b_fs_yx_fsv16", out=np.zeros(10, np.uint8)), LayoutError,
+     "10 bytes"),
+    (lambda: ov.pack(np.zeros((1, 1, 1, 1), np.int8), "b_fs_yx_fsv16", padding=((0,) * 4,)), TypeError, "padding"),
+    (lambda: ov.unpack(np.full(64, 9, np.uint8), "b_fs_yx_fsv16", (1, 1, 2, 2), np.int8, check_padding=True),
+     LayoutError, "is padding"),
+    (lambda: ov.pack(np.zeros((1, 1, 1, 1)), "os_is_yx_osv32_isv2"), UnsupportedError, "int4"),
+])
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_cli_explain_and_formats(capsys):
+    assert main(["explain", "b_fs_yx_fsv16", "--shape", "2,2,2,2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "i = 0 => [b=0; f=0; y=0; x=0] == [b=0; fs=0; y=0; x=0; fsv=0];"
+    assert out[17] == "i = 16 => [b=0; f=0; y=0; x=1] == [b=0; fs=0; y=0; x=1; fsv=0];"
+    assert out[3] == "i = 2 => padding == [b=0; fs=0; y=0; x=0; fsv=2];"
+    assert main(["explain", "nChw16c", "--shape", "1,2,1,1", "--limit", "2"]) == 0
+    assert "more" in capsys.readouterr().out
+    assert main(["formats"]) == 0
+    out = capsys.readouterr().out
+    assert "os_is_yx_isv8_osv16_isv2" in out and "left out" in out
+    assert main(["explain", "nonsense", "--shape", "1"]) == 2
