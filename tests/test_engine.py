@@ -188,3 +188,18 @@ def test_transposing_layouts_hit_simd_blocks(eb, rows, cols, tile, unpack_stride
     out = np.zeros((rows, 2 * cols), dtype)[:, ::2] if unpack_strided else None
     back = layout.unpack(packed, out=out)
     assert np.array_equal(back, x)
+
+
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([4, 8, 16]), st.integers(1, 3), st.integers(1, 3),
+       st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**32))
+def test_grouped_transpose_columns(eb, t, ob, ib, y, x, seed):
+    """[O/t][I/t][Y][X][I%t][O%t] with exact blocks: the logical side is contiguous over i%t, y, x
+    (several loops), which the engine transposes as one group through a column table."""
+    dtype = np.dtype(f"u{eb}")
+    dims = [Dim("O", ob * t, (t,)), Dim("I", ib * t, (t,)), Dim("Y", y), Dim("X", x)]
+    order = [("O", 0), ("I", 0), ("Y", 0), ("X", 0), ("I", 1), ("O", 1)]
+    layout = BlockedLayout(dims, order, dtype)
+    v = np.random.default_rng(seed).integers(0, 2**(8 * eb) - 1, size=layout.shape, dtype=dtype, endpoint=True)
+    packed = layout.pack(v)
+    assert np.array_equal(packed, layout.pack(v, reference=True))
+    assert np.array_equal(layout.unpack(packed), v)

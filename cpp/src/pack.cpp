@@ -69,6 +69,7 @@ class Executor {
     }
     merge_contiguous();
     transpose_ = move_transpose_partner();
+    if (transpose_ && !L.ragged()) group_transpose_columns();
     idx_.assign(axes.size(), 0);
     base_.assign(dims.size(), 0);
     // Offsets are kept relative to padded coordinates; element (p - pad_lo) is logical index 0.
@@ -126,6 +127,63 @@ class Executor {
       }
     }
     return false;
+  }
+
+  // When loops other than the partner continue the logical-contiguous run (os_is_yx_isv16_osv16 on
+  // 3x3 kernels: y*x of 9 elements, then i%16 at a step of 9), transposing only the partner gives
+  // tiny 16x9 blocks. Grouping them makes one wide transpose whose destination columns are found
+  // through a table of packed offsets.
+  void group_transpose_columns() {
+    const size_t n = loops_.size();
+    const Loop& in = loops_.back();
+    int64_t span = loops_[n - 2].extent * eb_;
+    size_t group = 1;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t m = 0; m + 1 + group < n; ++m) {
+        const Loop& lp = loops_[m];
+        if (lp.exact && lp.lstep == span && span * lp.extent * in.extent <= kGroupBytes) {
+          span *= lp.extent;
+          Loop moved = lp;
+          loops_.erase(loops_.begin() + static_cast<std::ptrdiff_t>(m));
+          loops_.insert(loops_.end() - 1 - static_cast<std::ptrdiff_t>(group), moved);
+          ++group;
+          grew = true;
+          break;
+        }
+      }
+    }
+    if (group < 2) return;
+    group_ = group;
+    // Packed offset of every column (the group's loops read as one mixed-radix column index,
+    // ordered by logical step).
+    std::vector<const Loop*> by_step;
+    for (size_t g = n - 1 - group; g < n - 1; ++g) by_step.push_back(&loops_[g]);
+    std::sort(by_step.begin(), by_step.end(), [](const Loop* a, const Loop* b) { return a->lstep > b->lstep; });
+    const int64_t cols = span / eb_;
+    col_poff_.assign(static_cast<size_t>(cols), 0);
+    for (int64_t c = 0; c < cols; ++c) {
+      int64_t rem = c, off = 0;
+      for (const Loop* lp : by_step) {
+        const int64_t unit = lp->lstep / eb_;
+        off += (rem / unit) * lp->pstep;
+        rem %= unit;
+      }
+      col_poff_[static_cast<size_t>(c)] = off;
+    }
+  }
+
+  void inner_group(int64_t loff, int64_t poff) {
+    const Loop& in = loops_.back();
+    const Range rin = range(in);
+    const int64_t rows = rin.n(), cols = static_cast<int64_t>(col_poff_.size());
+    loff += rin.lo * in.lstep;
+    poff += rin.lo * eb_;
+    if (to_packed_) {
+      transpose_to_cols(lin_ + loff, in.lstep, pout_ + poff, col_poff_.data(), rows, cols, eb_);
+    } else {
+      transpose_from_rows(pin_ + poff, col_poff_.data(), lout_ + loff, in.lstep, cols, rows, eb_);
+    }
   }
 
   // The loop's digits whose blocks hold valid elements: [lo, hi). Blocks before pad_lo or past
@@ -209,6 +267,10 @@ class Executor {
       copy(loff + r.lo * loops_[0].lstep, loops_[0].lstep, poff + r.lo * ps, ps, r.n());
       return;
     }
+    if (group_ > 1 && li + 1 + group_ == n) {
+      inner_group(loff, poff);
+      return;
+    }
     if (li + 2 == n) {
       inner_pair(loff, poff);
       return;
@@ -233,6 +295,9 @@ class Executor {
   RunFn run_;
   std::vector<Loop> loops_;
   bool transpose_ = false;
+  static constexpr int64_t kGroupBytes = 64 * 1024;
+  size_t group_ = 0;                // loops transposed together before the innermost (0: none)
+  std::vector<int64_t> col_poff_;   // packed offset of each column of the group
   std::vector<int64_t> idx_, base_;
   int64_t origin_ = 0;
   const char* lin_ = nullptr;

@@ -4,19 +4,51 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h>
-#define NPUPACK_X86 1
+#define NPUPACK_SSE2 1
 #endif
 
 namespace npupack {
 
 namespace {
 
-template <int EB>
-void transpose_scalar(const char* src, int64_t ss, char* dst, int64_t ds, int64_t r0, int64_t r1, int64_t c0,
-                      int64_t c1) {
+// Addressing of source rows and destination columns: uniform strides or offset tables. The
+// kernels are templates over these; at(i, j) gives a cursor for rows/columns i, i+1, ... (element
+// offset j inside them) whose [k] is row/column i+k, so the strided case compiles to the same
+// pointer arithmetic as a hand-written strided kernel.
+template <class P>
+struct StridedT {
+  P base;
+  int64_t stride;
+  struct Cursor {
+    P p;
+    int64_t stride;
+    P operator[](int64_t k) const { return p + k * stride; }
+  };
+  Cursor at(int64_t i, int64_t byte) const { return {base + i * stride + byte, stride}; }
+  P operator()(int64_t i) const { return base + i * stride; }
+};
+template <class P>
+struct TableT {
+  P base;
+  const int64_t* off;
+  struct Cursor {
+    P p;
+    const int64_t* off;
+    P operator[](int64_t k) const { return p + off[k]; }
+  };
+  Cursor at(int64_t i, int64_t byte) const { return {base + byte, off + i}; }
+  P operator()(int64_t i) const { return base + off[i]; }
+};
+using Strided = StridedT<const char*>;
+using StridedOut = StridedT<char*>;
+using Table = TableT<const char*>;
+using TableOut = TableT<char*>;
+
+template <int EB, class SR, class DC>
+void scalar(SR row, DC col, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   for (int64_t r = r0; r < r1; ++r) {
-    const char* s = src + r * ss;
-    for (int64_t c = c0; c < c1; ++c) std::memcpy(dst + c * ds + r * EB, s + c * EB, EB);
+    const char* s = row(r);
+    for (int64_t c = c0; c < c1; ++c) std::memcpy(col(c) + r * EB, s + c * EB, EB);
   }
 }
 
@@ -24,11 +56,10 @@ void transpose_scalar(const char* src, int64_t ss, char* dst, int64_t ds, int64_
 // covered by one last block overlapping the previous one (it rewrites the same values): measured
 // faster than finishing element by element even for a single leftover column (3x3 kernels give
 // 9 columns). Matrices smaller than a block are done element by element.
-template <int EB, class Block>
-void tile_2d(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, int64_t cols, int64_t rb,
-             int64_t cb, Block block) {
+template <int EB, class SR, class DC, class Block>
+void tile_2d(SR row, DC col, int64_t rows, int64_t cols, int64_t rb, int64_t cb, Block block) {
   if (rows < rb || cols < cb) {
-    transpose_scalar<EB>(src, ss, dst, ds, 0, rows, 0, cols);
+    scalar<EB>(row, col, 0, rows, 0, cols);
     return;
   }
   auto across = [&](int64_t r) {
@@ -41,20 +72,22 @@ void tile_2d(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, i
   if (r < rows) across(rows - rb);
 }
 
-#if defined(NPUPACK_X86)
-// ---- SSE2 (every x86-64): 16x8 bytes, 8x8 16-bit, 4x4 32-bit blocks. AVX2 versions (the same
+#if defined(NPUPACK_SSE2)
+// SSE2 (every x86-64): 16x8 / 8x8 bytes, 8x8 16-bit, 4x4 32-bit blocks. AVX2 versions (the same
 // shuffles on both 128-bit lanes) were measured slower on the AMD EPYC reference machine, so
 // there is no run-time dispatch.
 inline __m128i load8(const char* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
 inline __m128i load16(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline void store8(char* p, __m128i v) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v); }
 inline void store16(char* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 
-// 8 rows x 8 bytes -> d[k] = (column 2k, column 2k+1), 8 bytes each.
-inline void tr8x8_u8(const char* s, int64_t ss, __m128i d[4]) {
-  const __m128i b0 = _mm_unpacklo_epi8(load8(s), load8(s + ss));
-  const __m128i b1 = _mm_unpacklo_epi8(load8(s + 2 * ss), load8(s + 3 * ss));
-  const __m128i b2 = _mm_unpacklo_epi8(load8(s + 4 * ss), load8(s + 5 * ss));
-  const __m128i b3 = _mm_unpacklo_epi8(load8(s + 6 * ss), load8(s + 7 * ss));
+// Eight rows (cursor s), 8 bytes each -> d[k] = (column 2k, column 2k+1), 8 bytes each.
+template <class Cur>
+inline void tr8x8_u8(Cur s, __m128i d[4]) {
+  const __m128i b0 = _mm_unpacklo_epi8(load8(s[0]), load8(s[1]));
+  const __m128i b1 = _mm_unpacklo_epi8(load8(s[2]), load8(s[3]));
+  const __m128i b2 = _mm_unpacklo_epi8(load8(s[4]), load8(s[5]));
+  const __m128i b3 = _mm_unpacklo_epi8(load8(s[6]), load8(s[7]));
   const __m128i c0 = _mm_unpacklo_epi16(b0, b1), c1 = _mm_unpackhi_epi16(b0, b1);
   const __m128i c2 = _mm_unpacklo_epi16(b2, b3), c3 = _mm_unpackhi_epi16(b2, b3);
   d[0] = _mm_unpacklo_epi32(c0, c2);
@@ -63,27 +96,28 @@ inline void tr8x8_u8(const char* s, int64_t ss, __m128i d[4]) {
   d[3] = _mm_unpackhi_epi32(c1, c3);
 }
 
-void transpose_u8_sse2(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, int64_t cols) {
+template <class SR, class DC>
+void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if (rows < 16) {  // 8x8 blocks for 8..15 rows (8-byte atoms, short channel blocks)
-    tile_2d<1>(src, ss, dst, ds, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
+    tile_2d<1>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
       __m128i t[4];
-      tr8x8_u8(src + r * ss + c, ss, t);
-      char* d = dst + c * ds + r;
+      tr8x8_u8(row.at(r, c), t);
+      const auto d = col.at(c, r);
       for (int k = 0; k < 4; ++k) {
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * k) * ds), t[k]);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * k + 1) * ds), _mm_unpackhi_epi64(t[k], t[k]));
+        store8(d[2 * k], t[k]);
+        store8(d[2 * k + 1], _mm_unpackhi_epi64(t[k], t[k]));
       }
     });
     return;
   }
-  tile_2d<1>(src, ss, dst, ds, rows, cols, 16, 8, [&](int64_t r, int64_t c) {
+  tile_2d<1>(row, col, rows, cols, 16, 8, [&](int64_t r, int64_t c) {
     __m128i top[4], bot[4];
-    tr8x8_u8(src + r * ss + c, ss, top);
-    tr8x8_u8(src + (r + 8) * ss + c, ss, bot);
-    char* d = dst + c * ds + r;
+    tr8x8_u8(row.at(r, c), top);
+    tr8x8_u8(row.at(r + 8, c), bot);
+    const auto d = col.at(c, r);
     for (int k = 0; k < 4; ++k) {
-      store16(d + (2 * k) * ds, _mm_unpacklo_epi64(top[k], bot[k]));
-      store16(d + (2 * k + 1) * ds, _mm_unpackhi_epi64(top[k], bot[k]));
+      store16(d[2 * k], _mm_unpacklo_epi64(top[k], bot[k]));
+      store16(d[2 * k + 1], _mm_unpackhi_epi64(top[k], bot[k]));
     }
   });
 }
@@ -105,52 +139,68 @@ inline void tr8x8_u16(const __m128i a[8], __m128i out[8]) {
   }
 }
 
-void transpose_u16_sse2(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, int64_t cols) {
-  tile_2d<2>(src, ss, dst, ds, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
-    const char* s = src + r * ss + 2 * c;
-    __m128i a[8], col[8];
-    for (int k = 0; k < 8; ++k) a[k] = load16(s + k * ss);
-    tr8x8_u16(a, col);
-    char* d = dst + c * ds + 2 * r;
-    for (int k = 0; k < 8; ++k) store16(d + k * ds, col[k]);
+template <class SR, class DC>
+void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
+  tile_2d<2>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
+    __m128i a[8], out[8];
+    const auto s = row.at(r, 2 * c);
+    for (int k = 0; k < 8; ++k) a[k] = load16(s[k]);
+    tr8x8_u16(a, out);
+    const auto d = col.at(c, 2 * r);
+    for (int k = 0; k < 8; ++k) store16(d[k], out[k]);
   });
 }
 
-void transpose_u32_sse2(const char* src, int64_t ss, char* dst, int64_t ds, int64_t rows, int64_t cols) {
-  tile_2d<4>(src, ss, dst, ds, rows, cols, 4, 4, [&](int64_t r, int64_t c) {
-    const char* s = src + r * ss + 4 * c;
-    const __m128i a0 = load16(s), a1 = load16(s + ss), a2 = load16(s + 2 * ss), a3 = load16(s + 3 * ss);
+template <class SR, class DC>
+void kernel_u32(SR row, DC col, int64_t rows, int64_t cols) {
+  tile_2d<4>(row, col, rows, cols, 4, 4, [&](int64_t r, int64_t c) {
+    const auto s = row.at(r, 4 * c);
+    const __m128i a0 = load16(s[0]), a1 = load16(s[1]), a2 = load16(s[2]), a3 = load16(s[3]);
     const __m128i b0 = _mm_unpacklo_epi32(a0, a1), b1 = _mm_unpackhi_epi32(a0, a1);
     const __m128i b2 = _mm_unpacklo_epi32(a2, a3), b3 = _mm_unpackhi_epi32(a2, a3);
-    char* d = dst + c * ds + 4 * r;
-    store16(d, _mm_unpacklo_epi64(b0, b2));
-    store16(d + ds, _mm_unpackhi_epi64(b0, b2));
-    store16(d + 2 * ds, _mm_unpacklo_epi64(b1, b3));
-    store16(d + 3 * ds, _mm_unpackhi_epi64(b1, b3));
+    const auto d = col.at(c, 4 * r);
+    store16(d[0], _mm_unpacklo_epi64(b0, b2));
+    store16(d[1], _mm_unpackhi_epi64(b0, b2));
+    store16(d[2], _mm_unpacklo_epi64(b1, b3));
+    store16(d[3], _mm_unpackhi_epi64(b1, b3));
   });
 }
-
 #endif
+
+template <class SR, class DC>
+void dispatch(SR row, DC col, int64_t rows, int64_t cols, int64_t eb) {
+#if defined(NPUPACK_SSE2)
+  switch (eb) {
+    case 1: return kernel_u8(row, col, rows, cols);
+    case 2: return kernel_u16(row, col, rows, cols);
+    case 4: return kernel_u32(row, col, rows, cols);
+    default: return scalar<8>(row, col, 0, rows, 0, cols);
+  }
+#else
+  switch (eb) {
+    case 1: return scalar<1>(row, col, 0, rows, 0, cols);
+    case 2: return scalar<2>(row, col, 0, rows, 0, cols);
+    case 4: return scalar<4>(row, col, 0, rows, 0, cols);
+    default: return scalar<8>(row, col, 0, rows, 0, cols);
+  }
+#endif
+}
 
 }  // namespace
 
 void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                int64_t eb) {
-#if defined(NPUPACK_X86)
-  switch (eb) {
-    case 1: return transpose_u8_sse2(src, src_stride, dst, dst_stride, rows, cols);
-    case 2: return transpose_u16_sse2(src, src_stride, dst, dst_stride, rows, cols);
-    case 4: return transpose_u32_sse2(src, src_stride, dst, dst_stride, rows, cols);
-    default: return transpose_scalar<8>(src, src_stride, dst, dst_stride, 0, rows, 0, cols);
-  }
-#else
-  switch (eb) {
-    case 1: return transpose_scalar<1>(src, src_stride, dst, dst_stride, 0, rows, 0, cols);
-    case 2: return transpose_scalar<2>(src, src_stride, dst, dst_stride, 0, rows, 0, cols);
-    case 4: return transpose_scalar<4>(src, src_stride, dst, dst_stride, 0, rows, 0, cols);
-    default: return transpose_scalar<8>(src, src_stride, dst, dst_stride, 0, rows, 0, cols);
-  }
-#endif
+  dispatch(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb);
+}
+
+void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
+                       int64_t cols, int64_t eb) {
+  dispatch(Strided{src, src_stride}, TableOut{dst, dst_cols}, rows, cols, eb);
+}
+
+void transpose_from_rows(const char* src, const int64_t* src_rows, char* dst, int64_t dst_stride, int64_t rows,
+                         int64_t cols, int64_t eb) {
+  dispatch(Table{src, src_rows}, StridedOut{dst, dst_stride}, rows, cols, eb);
 }
 
 }  // namespace npupack

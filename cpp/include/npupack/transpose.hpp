@@ -1,5 +1,6 @@
 // 2-D element transpose, the inner kernel of every blocked layout whose logical and packed
-// sides are contiguous along different loops (NVDLA atoms over W, DC channel blocks over R*S).
+// sides are contiguous along different loops (NVDLA atoms over W, DC channel blocks over R*S,
+// clDNN weight blocks over i%16 and y*x).
 #pragma once
 #include <cstdint>
 
@@ -9,5 +10,13 @@ namespace npupack {
 // Strides in bytes; eb in {1, 2, 4, 8}. Regions must not overlap.
 void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                int64_t eb);
+
+// The same, with column c of the destination at dst + dst_cols[c] (a table of byte offsets).
+void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
+                       int64_t cols, int64_t eb);
+
+// The same, with row r of the source at src + src_rows[r].
+void transpose_from_rows(const char* src, const int64_t* src_rows, char* dst, int64_t dst_stride, int64_t rows,
+                         int64_t cols, int64_t eb);
 
 }  // namespace npupack
