@@ -1,8 +1,14 @@
 """Collects the median time of every benchmark and prints, per case, GB/s of npupack, the NumPy
 reference and np.copyto of the same bytes, and the ratios, in one run."""
 import collections
+import os
 
-import pytest
+# One thread everywhere: the figures are single-thread, and an idle OpenBLAS pool spinning on the
+# second core skews them.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 _results = collections.defaultdict(dict)  # case -> impl -> (seconds, bytes)
 
@@ -25,18 +31,15 @@ def pytest_terminal_summary(terminalreporter):
         return
     tr = terminalreporter
     tr.section("npupack throughput (median; GB/s of packed output bytes)")
-    tr.write_line(f"{'case':44s} {'npupack':>9s} {'numpy':>9s} {'memcpy':>9s} {'x numpy':>8s} {'x memcpy':>8s}")
+    impls = ("npupack", "numpy", "onednn", "memcpy")
+    tr.write_line(f"{'case':52s} " + " ".join(f"{k:>8s}" for k in impls) +
+                  f" {'x numpy':>8s} {'x onednn':>8s} {'x memcpy':>8s}")
     for case, r in _results.items():
         gbs = {k: b / t / 1e9 for k, (t, b) in r.items()}
         ours = r.get("npupack")
-        line = f"{case:44s} " + " ".join(f"{gbs[k]:9.2f}" if k in gbs else f"{'-':>9s}"
-                                        for k in ("npupack", "numpy", "memcpy"))
-        if ours and "numpy" in r:
-            line += f" {r['numpy'][0] / ours[0]:8.1f}"
-        else:
-            line += f" {'-':>8s}"
-        if ours and "memcpy" in r:
-            line += f" {r['memcpy'][0] / ours[0]:8.2f}"
+        line = f"{case:52s} " + " ".join(f"{gbs[k]:8.2f}" if k in gbs else f"{'-':>8s}" for k in impls)
+        for other, fmt in (("numpy", "8.1f"), ("onednn", "8.2f"), ("memcpy", "8.2f")):
+            line += f" {r[other][0] / ours[0]:{fmt}}" if ours and other in r else f" {'-':>8s}"
         tr.write_line(line)
         if "call" in r:
             tr.write_line(f"{'':44s} per-call time {r['call'][0] * 1e6:.2f} us")

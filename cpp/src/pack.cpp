@@ -54,8 +54,9 @@ RunFn run_for(int64_t eb) {
 // only the order of the writes.
 class Executor {
  public:
-  Executor(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed)
-      : L_(L), to_packed_(to_packed), eb_(L.elem_bytes()), run_(run_for(L.elem_bytes())) {
+  Executor(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
+           const char* pad = nullptr)
+      : L_(L), to_packed_(to_packed), eb_(L.elem_bytes()), run_(run_for(L.elem_bytes())), pad_(pad) {
     const auto& axes = L.axes();
     const auto& dims = L.dims();
     std::vector<int64_t> padded(dims.size(), 1);
@@ -186,6 +187,48 @@ class Executor {
     }
   }
 
+  // row_ptrs_ = `room` rows, the ones after `valid` pointing at a row of pad values.
+  void pad_rows(int64_t valid, int64_t room, int64_t cols) {
+    if (static_cast<int64_t>(pad_row_.size()) < cols * eb_) {
+      pad_row_.resize(static_cast<size_t>(cols * eb_));
+      for (size_t off = 0; off < pad_row_.size(); off += static_cast<size_t>(eb_)) {
+        if (pad_) std::memcpy(pad_row_.data() + off, pad_, static_cast<size_t>(eb_));
+        else std::memset(pad_row_.data() + off, 0, static_cast<size_t>(eb_));
+      }
+    }
+    row_ptrs_.assign(static_cast<size_t>(room), pad_row_.data());
+    (void)valid;
+  }
+
+ public:
+  // True when packing writes every hole itself: the only holes are the tails of the innermost
+  // loop's blocks (every other dim exact, no padding, no stride gaps) and the transpose path
+  // writes those tails whole. pack() then skips the separate fill pass.
+  bool fills_holes() const {
+    if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged()) return false;
+    const auto& dims = L_.dims();
+    const Loop& in = loops_.back();
+    int64_t elements = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (static_cast<int>(i) == in.dim) {
+        // Split into its outer count and this one tile only: then its holes are exactly the
+        // tail of the last block along `in`. (With more tiles, whole blocks at other levels are
+        // holes that the walk never visits.)
+        if (dims[i].pad_lo != 0 || dims[i].storage != dims[i].extent || dims[i].tiles.size() != 1) return false;
+      }
+      elements *= dims[i].extent;
+    }
+    for (const Loop& lp : loops_) {
+      if (!lp.exact && lp.dim != in.dim) return false;
+    }
+    // No gaps: the packed size is that of the blocked extents (the innermost dim rounded up).
+    int64_t blocked = eb_;
+    for (const auto& ax : L_.axes()) blocked *= ax.extent;
+    return blocked == L_.nbytes() && elements > 0;
+  }
+
+ private:
+
   // The loop's digits whose blocks hold valid elements: [lo, hi). Blocks before pad_lo or past
   // the logical end hold only padding (pre-filled by pack, ignored by unpack).
   struct Range {
@@ -224,6 +267,17 @@ class Executor {
       loff += rin.lo * in.lstep;
       poff += rin.lo * eb_;
       const int64_t nin = rin.n(), nx = rx.n();
+      const int64_t room = in.extent - rin.lo;
+      if (to_packed_ && nin < room && !L_.ragged()) {
+        // A short last block of a padded layout (3-channel images, C % atom != 0): its rows
+        // after the last valid one are holes (in a ragged layout they would be the next block),
+        // so read them from a row of pad values and write the whole block. SIMD
+        // blocks then apply even to 3 rows, and the holes need no separate fill (fills_holes).
+        pad_rows(nin, room, nx);
+        for (int64_t r = 0; r < nin; ++r) row_ptrs_[static_cast<size_t>(r)] = lin_ + loff + r * in.lstep;
+        transpose_from_ptrs(row_ptrs_.data(), pout_ + poff, psx, room, nx, eb_);
+        return;
+      }
       if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
       else transpose(pin_ + poff, psx, lout_ + loff, in.lstep, nx, nin, eb_);
       return;
@@ -293,6 +347,9 @@ class Executor {
   bool to_packed_;
   int64_t eb_;
   RunFn run_;
+  const char* pad_;                    // element pad value (nullptr: zero)
+  std::vector<char> pad_row_;          // a row of pad values for short_rows
+  std::vector<const char*> row_ptrs_;
   std::vector<Loop> loops_;
   bool transpose_ = false;
   static constexpr int64_t kGroupBytes = 64 * 1024;
@@ -350,8 +407,9 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
           char* packed, int64_t packed_size, const char* pad) {
   if (!L.monotonic()) return pack_reference(L, logical, logical_strides, packed, packed_size, pad);
   check_args(L, logical_strides, packed_size);
-  fill_holes(L, packed, pad);
-  Executor(L, logical_strides, true).run(logical, nullptr, nullptr, packed);
+  Executor ex(L, logical_strides, true, pad);
+  if (!ex.fills_holes()) fill_holes(L, packed, pad);
+  ex.run(logical, nullptr, nullptr, packed);
 }
 
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,

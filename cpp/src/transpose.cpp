@@ -39,6 +39,16 @@ struct TableT {
   Cursor at(int64_t i, int64_t byte) const { return {base + byte, off + i}; }
   P operator()(int64_t i) const { return base + off[i]; }
 };
+struct PtrRows {
+  const char* const* rows;
+  struct Cursor {
+    const char* const* rows;
+    int64_t byte;
+    const char* operator[](int64_t k) const { return rows[k] + byte; }
+  };
+  Cursor at(int64_t i, int64_t byte) const { return {rows + i, byte}; }
+  const char* operator()(int64_t i) const { return rows[i]; }
+};
 using Strided = StridedT<const char*>;
 using StridedOut = StridedT<char*>;
 using Table = TableT<const char*>;
@@ -196,6 +206,11 @@ void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_strid
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
                        int64_t cols, int64_t eb) {
   dispatch(Strided{src, src_stride}, TableOut{dst, dst_cols}, rows, cols, eb);
+}
+
+void transpose_from_ptrs(const char* const* rows, char* dst, int64_t dst_stride, int64_t nrows, int64_t cols,
+                         int64_t eb) {
+  dispatch(PtrRows{rows}, StridedOut{dst, dst_stride}, nrows, cols, eb);
 }
 
 void transpose_from_rows(const char* src, const int64_t* src_rows, char* dst, int64_t dst_stride, int64_t rows,

@@ -60,3 +60,24 @@ def pack(x, logical, outer, tiles, align=None, pad_lo=None, pad_hi=None, pad_val
     buf = np.full(size, pad_value, dtype=x.dtype)
     buf[off.reshape(-1)] = x.reshape(-1)
     return buf.view(np.uint8)
+
+
+def pack_transpose(x, logical, outer, tiles, pad_value=0):
+    """The NumPy way (the benchmarks' baseline): pad every blocked dim to whole blocks, reshape
+    each dim into (outer count, tile sizes...), transpose into the nesting, copy. Default divisors
+    and no padding/alignment only."""
+    T = {d: 1 for d in logical}
+    for d, n, _ in tiles:
+        T[d] *= n
+    widths = [(0, -(-s // T[d]) * T[d] - s) for d, s in zip(logical, x.shape)]
+    padded = np.pad(x, widths, constant_values=pad_value) if any(w for _, w in widths) else x
+    axes, shape = {}, []
+    for d, s in zip(logical, padded.shape):
+        axes[(d, 0)] = len(shape)
+        shape.append(s // T[d])
+        for j, (d2, n, _) in enumerate(tiles):
+            if d2 == d:
+                axes[(d, j + 1)] = len(shape)
+                shape.append(n)
+    perm = [axes[(d, 0)] for d in outer] + [axes[(d, j + 1)] for j, (d, _, _) in enumerate(tiles)]
+    return np.ascontiguousarray(padded.reshape(shape).transpose(perm)).reshape(-1).view(np.uint8)

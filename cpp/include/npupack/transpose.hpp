@@ -19,4 +19,8 @@ void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int
 void transpose_from_rows(const char* src, const int64_t* src_rows, char* dst, int64_t dst_stride, int64_t rows,
                          int64_t cols, int64_t eb);
 
+// The same, with row r of the source at rows[r] (rows may repeat, e.g. a row of pad values).
+void transpose_from_ptrs(const char* const* rows, char* dst, int64_t dst_stride, int64_t nrows, int64_t cols,
+                         int64_t eb);
+
 }  // namespace npupack
