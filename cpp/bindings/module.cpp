@@ -10,6 +10,7 @@
 
 #include "npupack/convert.hpp"
 #include "npupack/errors.hpp"
+#include "npupack/highlow.hpp"
 #include "npupack/layout.hpp"
 #include "npupack/pack.hpp"
 
@@ -169,6 +170,34 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "fp16_first_nan", [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_first_nan); },
       "Flat index of the first binary16 NaN, or -1");
+  m.def(
+      "highlow_split",
+      [](const py::array_t<int16_t, 0>& in, py::array_t<uint8_t, 0>& out) {
+        if (!(in.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) || in.size() % 16 ||
+            out.size() != in.size() * 2) {
+          throw LayoutError("highlow_split: need C-contiguous int16[16*n] and uint8[32*n]");
+        }
+        const int16_t* src = in.data();
+        uint8_t* dst = out.mutable_data();
+        const int64_t n = in.size() / 16;
+        py::gil_scoped_release release;
+        npupack::highlow_split(src, dst, n);
+      },
+      "Kneron high/low split of 16-scalar entries (kneron.md 7.4)");
+  m.def(
+      "highlow_merge",
+      [](const py::array_t<uint8_t, 0>& in, py::array_t<int16_t, 0>& out) {
+        if (!(in.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) || in.size() % 32 ||
+            out.size() * 2 != in.size()) {
+          throw LayoutError("highlow_merge: need C-contiguous uint8[32*n] and int16[16*n]");
+        }
+        const uint8_t* src = in.data();
+        int16_t* dst = out.mutable_data();
+        const int64_t n = out.size() / 16;
+        py::gil_scoped_release release;
+        npupack::highlow_merge(src, dst, n);
+      },
+      "Inverse of highlow_split (bit 0 comes back as 0)");
   m.def("quantize_int8",
         [](const py::array_t<float, 0>& w, py::array_t<int8_t, 0>& q, py::array_t<float, 0>& s) {
           quantize<int8_t>(w, q, s, npupack::quantize_int8);

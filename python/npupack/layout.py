@@ -16,7 +16,7 @@ import numpy as np
 from npupack import _core
 from npupack._core import LayoutError
 
-__all__ = ["Dim", "BlockedLayout"]
+__all__ = ["Dim", "BlockedLayout", "strided_layout"]
 
 
 @dataclass(frozen=True)
@@ -184,3 +184,49 @@ def check_out(out: np.ndarray, nbytes: int) -> np.ndarray:
     if out.size < nbytes:
         raise LayoutError(f"out: holds {out.size} bytes, {nbytes} are needed")
     return out.reshape(-1)
+
+
+def strided_layout(dims: Sequence[Dim], byte_strides: Mapping[tuple[str, int], int], dtype) -> BlockedLayout:
+    """A descriptor from explicit byte strides in any order (vendor runtimes report strides per
+    axis: Kneron ``stride_npu``, Horizon ``stride``). Loops are nested by decreasing stride;
+    loops of extent 1 go outermost (their stride never matters). The engine then checks that no
+    two elements share a slot (each stride covers the loops inside it).
+
+    ``byte_strides`` maps (dim name, level) to bytes for every loop with extent > 1.
+    Raises LayoutError for a missing or negative stride, a stride that is not a multiple of the
+    element size, or overlapping strides."""
+    parts = []
+    for d in dims:
+        levels = len(d.tiles) + 1
+        prod = int(np.prod(d.tiles)) if d.tiles else 1
+        for lv in range(levels):
+            extent = -(-d.storage // prod) if lv == 0 else d.tiles[lv - 1]
+            parts.append(((d.name, lv), extent))
+    ones = [key for key, n in parts if n == 1]
+    rest = []
+    for key, n in parts:
+        if n == 1:
+            continue
+        if key not in byte_strides:
+            raise LayoutError(f"byte_strides: no stride for {key[0]!r} (level {key[1]}), which has extent {n}")
+        s = int(byte_strides[key])
+        if s < 0:
+            raise LayoutError(f"byte_strides: stride of {key[0]!r} is {s}; strides must be >= 0")
+        rest.append((s, key))
+    rest.sort(key=lambda t: -t[0])
+    order = ones + [key for _, key in rest]
+    # A dim's parts must stay outer to inner in the nest: reorder levels within each dim's slots.
+    for d in dims:
+        slots = [i for i, key in enumerate(order) if key[0] == d.name]
+        if [order[i][1] for i in slots] != sorted(order[i][1] for i in slots):
+            raise LayoutError(f"byte_strides: the parts of {d.name!r} must have decreasing strides (outer count "
+                              "first)")
+    explicit = {key: s for s, key in rest}
+    if not explicit:
+        return BlockedLayout(dims, order, dtype)
+    # The innermost loop needs a stride too when it is explicit; a zero stride would read as
+    # "derived", so strides of 0 with extent > 1 are overlaps.
+    for key, s in explicit.items():
+        if s == 0:
+            raise LayoutError(f"byte_strides: stride 0 for {key[0]!r} maps its elements to one slot")
+    return BlockedLayout(dims, order, dtype, explicit)

@@ -1,0 +1,14 @@
+// Kneron's high/low byte formats (4W4C8BHL, 1W16C8BHL, 16W1C8BHL): every 16-scalar entry of
+// int16 values becomes two 16-byte entries, the low entry holding bits 7..1 of each value and the
+// high entry bits 15..8 (bit 0 is not stored). Spec kneron.md 7.4.
+#pragma once
+#include <cstdint>
+
+namespace npupack {
+
+// in: `entries` * 16 int16 values; out: `entries` * 32 bytes.
+void highlow_split(const int16_t* in, uint8_t* out, int64_t entries);
+// The inverse: bit 0 of every value comes back as 0.
+void highlow_merge(const uint8_t* in, int16_t* out, int64_t entries);
+
+}  // namespace npupack

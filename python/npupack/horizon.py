@@ -1,0 +1,394 @@
+"""Horizon Robotics BPU tensors (hb_dnn): validShape, alignedShape, byte strides, NV12 planes and
+quantisation (spec horizon.md; seed "Model input/output alignment rule parsing").
+
+A tensor of ``valid_shape`` (in its ``tensorLayout`` order, NHWC or NCHW) lives in a buffer where
+element ``idx`` is at byte ``sum(idx[d] * stride[d])``; ``stride`` comes from the model (authoritative)
+or from ``alignedShape`` (row-major). :func:`aligned_shape` predicts ``alignedShape`` with the
+published X3/X5 rule (a parameter: :class:`AlignmentRule`). Padding is always 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from npupack.errors import LayoutError, UnsupportedError
+from npupack.layout import Dim, check_out, strided_layout
+
+__all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
+           "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12", "unpack_nv12",
+           "quantize", "dequantize", "tensor_layout"]
+
+# hbDNNDataType names (horizon.md 2), identified by name, never by number.
+ELEMENT_SIZE = {"S8": 1, "U8": 1, "S16": 2, "U16": 2, "F16": 2, "S32": 4, "U32": 4, "F32": 4, "S64": 8, "U64": 8,
+                "F64": 8}
+_NUMPY = {"S8": np.int8, "U8": np.uint8, "S16": np.int16, "U16": np.uint16, "F16": np.float16, "S32": np.int32,
+          "U32": np.uint32, "F32": np.float32, "S64": np.int64, "U64": np.uint64, "F64": np.float64}
+_IMAGE_TYPES = ("IMG_TYPE_Y", "IMG_TYPE_NV12", "IMG_TYPE_NV12_SEPARATE", "Y", "NV12", "NV12_SEPARATE")
+
+
+@dataclass(frozen=True)
+class AlignmentRule:
+    """An alignedShape rule (horizon.md 4.3). Defaults are the published X3/X5 rule: byte
+    extents rounded to ``256*k + r``, r in ``steps``; NHWC inputs with C <= ``small_c`` align H to
+    ``small_c_h`` and W to ``small_c_w`` instead; NCHW aligns W. ``per_axis`` ({letter: ("elements"
+    | "bytes", multiple)}), when given, replaces all of that with plain per-axis multiples."""
+
+    name: str
+    block: int = 256
+    steps: tuple = (16, 32, 64, 128)
+    small_c: int = 4
+    small_c_h: int = 2
+    small_c_w: int = 32
+    small_c_pad_c: Optional[int] = None
+    nchw_axis: str = "W"
+    image_w_align: int = 16
+    per_axis: Optional[dict] = field(default=None, hash=False)
+
+
+ALIGNMENT_RULES = {"x3": AlignmentRule("x3"), "x5": AlignmentRule("x5")}
+
+
+def register_alignment_rule(rule: AlignmentRule) -> None:
+    """Make ``rule`` available by name to :func:`aligned_shape` (a generation's real rule, once
+    known). Raises TypeError for anything but an AlignmentRule."""
+    if not isinstance(rule, AlignmentRule):
+        raise TypeError(f"rule: expected an AlignmentRule, got {type(rule).__name__}")
+    ALIGNMENT_RULES[rule.name] = rule
+
+
+def _rule(rule) -> AlignmentRule:
+    if isinstance(rule, AlignmentRule):
+        return rule
+    try:
+        return ALIGNMENT_RULES[rule]
+    except (KeyError, TypeError):
+        raise ValueError(f"rule: unknown alignment rule {rule!r}; registered: {sorted(ALIGNMENT_RULES)}") from None
+
+
+def _elem_size(tensor_type) -> int:
+    if isinstance(tensor_type, str):
+        key = tensor_type.upper().replace("TENSOR_TYPE_", "").replace("HB_DNN_", "")
+        if key in ("S4", "U4"):
+            raise UnsupportedError(f"tensor_type: {tensor_type} (4-bit) tensors are not supported (horizon.md 2)")
+        if key in ELEMENT_SIZE:
+            return ELEMENT_SIZE[key]
+        raise ValueError(f"tensor_type: unknown hbDNNDataType name {tensor_type!r}; known: {sorted(ELEMENT_SIZE)}")
+    return np.dtype(tensor_type).itemsize
+
+
+def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int:
+    """Round a byte extent up to the smallest ``block*k + r`` with r in ``steps`` or 0 (horizon.md
+    4.1): 16, 32, 64, 128, 256, 272, 288, 320, 384, 512, ... Raises ValueError for n < 1."""
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"n: a byte extent must be >= 1, got {n}")
+    k, rem = divmod(n, block)
+    if rem == 0:
+        return n
+    for s in sorted(steps):
+        if rem <= s:
+            return block * k + s
+    return block * (k + 1)
+
+
+def tensor_layout(layout) -> str:
+    """Normalise a tensorLayout: "NHWC"/"NCHW" (or HB_DNN_LAYOUT_* names); NONE is unsupported."""
+    key = str(layout).upper().replace("HB_DNN_LAYOUT_", "")
+    if key in ("NHWC", "NCHW"):
+        return key
+    raise UnsupportedError(f"layout: {layout!r}; the alignment rule is defined for NHWC and NCHW tensors only "
+                           "(horizon.md 4.2)")
+
+
+def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "input", tensor_type=None,
+                  rule="x3") -> tuple:
+    """Predict ``alignedShape`` from ``validShape`` (horizon.md 4.2; seed's rule).
+
+    Parameters
+    ----------
+    valid_shape : 4 ints, in ``layout`` order
+    dtype : NumPy dtype or hbDNNDataType name ("S8", "S32", ...)
+    layout : "NHWC" or "NCHW"
+    role : "input" or "output"
+    tensor_type : optional; NV12 / Y image types are not aligned by shape (use :func:`pack_nv12`)
+    rule : a registered name ("x3", "x5") or an :class:`AlignmentRule`
+
+    Returns
+    -------
+    tuple of 4 ints (elements). A predictor: when the model reports ``stride``/``alignedShape``,
+    use those.
+
+    Raises
+    ------
+    UnsupportedError
+        Rank != 4, layout NONE, 4-bit types, image types.
+    ValueError
+        Unknown rule, role or type; dims < 1.
+    """
+    if tensor_type is not None and str(tensor_type).upper().replace("HB_DNN_", "") in _IMAGE_TYPES:
+        raise UnsupportedError(f"tensor_type: {tensor_type} images are laid out by row stride only; use pack_nv12 "
+                               "(horizon.md 5)")
+    es = _elem_size(tensor_type if tensor_type is not None else dtype)
+    layout = tensor_layout(layout)
+    if role not in ("input", "output"):
+        raise ValueError(f"role: 'input' or 'output', got {role!r}")
+    a = [int(v) for v in valid_shape]
+    if len(a) != 4:
+        raise UnsupportedError(f"valid_shape: the rule is defined for 4-D tensors, got {len(a)} dims (horizon.md 4.2)")
+    if min(a) < 1:
+        raise ValueError(f"valid_shape: dims must be >= 1, got {tuple(a)}")
+    r = _rule(rule)
+
+    def bytes_aligned(e):
+        return align_bpu_bytes(e * es, block=r.block, steps=r.steps) // es
+
+    if r.per_axis:
+        for letter, (unit, m) in r.per_axis.items():
+            i = layout.index(letter.upper())
+            if unit == "elements":
+                a[i] = -(-a[i] // m) * m
+            else:
+                e = a[i]
+                while (e * es) % m:
+                    e += 1
+                a[i] = e
+        return tuple(a)
+    if layout == "NHWC":
+        c = a[3]
+        if role == "output" or c > r.small_c:
+            a[3] = bytes_aligned(c)
+        else:
+            a[1] = -(-a[1] // r.small_c_h) * r.small_c_h
+            a[2] = -(-a[2] // r.small_c_w) * r.small_c_w
+            if r.small_c_pad_c:
+                a[3] = -(-c // r.small_c_pad_c) * r.small_c_pad_c
+    else:
+        i = layout.index(r.nchw_axis)
+        a[i] = bytes_aligned(a[i])
+    return tuple(a)
+
+
+def strides(shape, dtype) -> tuple:
+    """Row-major byte strides of ``shape`` (horizon.md 3): the strides of an alignedShape."""
+    es = _elem_size(dtype)
+    out, acc = [], es
+    for v in reversed([int(v) for v in shape]):
+        out.append(acc)
+        acc *= v
+    return tuple(reversed(out))
+
+
+@dataclass(frozen=True)
+class TensorProperties:
+    """The parts of ``hbDNNTensorProperties`` npupack uses (horizon.md 2). Only ``valid_shape`` is
+    required; ``stride`` (bytes) wins over ``aligned_shape``."""
+
+    valid_shape: tuple
+    tensor_type: str = "S8"
+    tensor_layout: Optional[str] = "NHWC"
+    aligned_shape: Optional[tuple] = None
+    stride: Optional[tuple] = None
+    aligned_byte_size: Optional[int] = None
+    quanti_type: str = "NONE"
+    shift: Optional[tuple] = None
+    scale: Optional[tuple] = None
+    zero_point: Optional[tuple] = None
+    quantize_axis: Optional[int] = None
+
+
+def _byte_strides(valid_shape, es, stride, aligned):
+    valid = tuple(int(v) for v in valid_shape)
+    if stride is not None:
+        st = tuple(int(v) for v in stride)
+        if len(st) != len(valid):
+            raise LayoutError(f"stride: {len(st)} entries for a {len(valid)}-d validShape {valid}")
+        if any(s < 0 for s in st):
+            raise LayoutError(f"stride: {st} has a negative entry; replace the runtime's -1 (dynamic dims) with "
+                              "actual byte strides first (horizon.md 6)")
+    elif aligned is not None:
+        al = tuple(int(v) for v in aligned)
+        if len(al) != len(valid) or any(a < v for a, v in zip(al, valid)):
+            raise LayoutError(f"aligned_shape: {al} must have the rank of and be >= validShape {valid}")
+        st = strides(al, np.dtype(f"u{es}") if es in (1, 2, 4, 8) else np.uint8)
+    else:
+        raise ValueError("stride / aligned_shape: one of them is required (the model's byte strides, or its "
+                         "alignedShape; aligned_shape() predicts the latter)")
+    # horizon.md 3: stride[k] >= stride[k+1] * valid[k+1] over the axes of extent > 1 (no overlap)
+    axes = [d for d in range(len(valid)) if valid[d] > 1]
+    for a, b in zip(axes, axes[1:]):
+        if st[a] < st[b] * valid[b]:
+            raise LayoutError(f"stride: {st} overlaps: stride[{a}] = {st[a]} < stride[{b}] * validShape[{b}] = "
+                              f"{st[b] * valid[b]} (horizon.md 3)")
+    if axes and st[axes[-1]] < es:
+        raise LayoutError(f"stride: innermost stride {st[axes[-1]]} is smaller than the element size {es}")
+    return valid, st
+
+
+def nbytes(valid_shape, dtype, *, stride=None, aligned_shape=None, aligned_byte_size=None) -> int:
+    """Bytes of the aligned buffer: ``aligned_byte_size`` when given (the model's figure), else
+    ``max_d stride[d] * validShape[d]`` (horizon.md 3)."""
+    es = _elem_size(dtype)
+    valid, st = _byte_strides(valid_shape, es, stride, aligned_shape)
+    n = max(s * v for s, v in zip(st, valid)) if valid else es
+    n = max(n, es)
+    if aligned_byte_size is not None:
+        if int(aligned_byte_size) < n:
+            raise LayoutError(f"aligned_byte_size: {aligned_byte_size} is smaller than the {n} bytes the strides "
+                              "address")
+        return int(aligned_byte_size)
+    return n
+
+
+def _descriptor(valid, st, dtype):
+    names = [f"d{i}" for i in range(len(valid))]
+    return strided_layout([Dim(n, v) for n, v in zip(names, valid)],
+                          {(n, 0): s for n, s in zip(names, st)}, dtype)
+
+
+def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None) -> np.ndarray:
+    """Write ``x`` (validShape, any numeric dtype) into the padded BPU buffer (horizon.md 6):
+    element ``idx`` at ``sum(idx * stride)`` bytes, zeros everywhere else (the BPU requires 0).
+
+    ``stride`` (bytes, the model's) wins over ``aligned_shape``; one is required. Returns 1-D uint8
+    of :func:`nbytes` bytes (or fills the first that many bytes of ``out``). Raises LayoutError for
+    overlapping/negative strides or a too-small ``out``, ValueError when neither is given."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf" or arr.dtype.itemsize not in (1, 2, 4, 8):
+        raise TypeError(f"x: dtype {arr.dtype} cannot be padded")
+    es = arr.dtype.itemsize
+    valid, st = _byte_strides(arr.shape, es, stride, aligned_shape)
+    total = nbytes(valid, arr.dtype, stride=st, aligned_byte_size=aligned_byte_size)
+    buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
+    desc = _descriptor(valid, st, arr.dtype)
+    desc.pack(arr, out=buf)
+    buf[desc.nbytes:] = 0
+    return buf
+
+
+def strip(buf, valid_shape, dtype, *, stride=None, aligned_shape=None) -> np.ndarray:
+    """Read the valid tensor (dense, ``valid_shape``, ``dtype``) out of an aligned buffer
+    (horizon.md 6). Raises LayoutError for a short buffer or bad strides."""
+    dtype = np.dtype(_NUMPY[dtype.upper()] if isinstance(dtype, str) else dtype)
+    valid, st = _byte_strides(valid_shape, dtype.itemsize, stride, aligned_shape)
+    data = np.asarray(buf)
+    if data.dtype != np.uint8:
+        raise TypeError(f"buf: expected uint8 bytes, got {data.dtype}")
+    desc = _descriptor(valid, st, dtype)
+    return desc.unpack(np.ascontiguousarray(data).reshape(-1))
+
+
+def _row_stride(w: int, w_align, rule) -> int:
+    a = int(w_align) if w_align is not None else _rule(rule).image_w_align
+    return -(-w // a) * a
+
+
+def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
+    """NV12 planes (horizon.md 5): ``y`` (H, W) and ``uv`` (H/2, W/2, 2) uint8 -> one buffer of
+    ``H*Ws*3/2`` bytes (Y rows of ``Ws`` bytes, then interleaved UV rows), or ``(y_buf, uv_buf)``
+    with ``separate=True``. ``Ws = align(W, w_align or rule.image_w_align)`` (16 on X3/X5, pass
+    32 for J6/S100); row tails are 0. Raises LayoutError for odd H/W or mismatched planes."""
+    y, uv = np.asarray(y), np.asarray(uv)
+    if y.dtype != np.uint8 or uv.dtype != np.uint8:
+        raise TypeError(f"y, uv: NV12 planes are uint8, got {y.dtype}, {uv.dtype}")
+    if y.ndim != 2:
+        raise LayoutError(f"y: expected (H, W), got shape {y.shape}")
+    h, w = y.shape
+    if h % 2 or w % 2:
+        raise LayoutError(f"y: NV12 needs even H and W, got {h}x{w} (horizon.md 5)")
+    if uv.shape != (h // 2, w // 2, 2):
+        raise LayoutError(f"uv: expected ({h // 2}, {w // 2}, 2) for a {h}x{w} image, got {uv.shape}")
+    ws = _row_stride(w, w_align, rule)
+    ybuf = pad(y, stride=(ws, 1), aligned_byte_size=h * ws)
+    uvbuf = pad(uv, stride=(ws, 2, 1), aligned_byte_size=(h // 2) * ws)
+    if separate:
+        return ybuf, uvbuf
+    return np.concatenate([ybuf, uvbuf])
+
+
+def unpack_nv12(buf, height: int, width: int, *, w_align=None, rule="x3", uv_buf=None):
+    """Inverse of :func:`pack_nv12`: returns ``(y, uv)``. Give the UV plane as ``uv_buf`` for
+    NV12_SEPARATE buffers."""
+    if height % 2 or width % 2:
+        raise LayoutError(f"height/width: NV12 needs even sizes, got {height}x{width}")
+    ws = _row_stride(width, w_align, rule)
+    data = np.asarray(buf).reshape(-1)
+    y = strip(data, (height, width), np.uint8, stride=(ws, 1))
+    uv_src = np.asarray(uv_buf).reshape(-1) if uv_buf is not None else data[height * ws:]
+    uv = strip(uv_src, (height // 2, width // 2, 2), np.uint8, stride=(ws, 2, 1))
+    return y, uv
+
+
+_RANGES = {np.dtype(t): (np.iinfo(t).min, np.iinfo(t).max) for t in (np.int8, np.uint8, np.int16, np.uint16,
+                                                                       np.int32, np.uint32, np.int64, np.uint64)}
+
+
+def _params(properties, quanti_type, shift, scale, zero_point, axis):
+    if properties is not None:
+        return (properties.quanti_type, properties.shift, properties.scale, properties.zero_point,
+                properties.quantize_axis)
+    return quanti_type, shift, scale, zero_point, axis
+
+
+def _along(values, ndim, axis, name, dtype=np.float64):
+    v = np.asarray(values, dtype=dtype)
+    if v.size <= 1:
+        return v.reshape(())
+    if axis is None or axis < 0:
+        raise ValueError(f"{name}: {v.size} values need a non-negative quantize axis")
+    if axis >= ndim:
+        raise ValueError(f"axis: {axis} is out of range for a {ndim}-d tensor")
+    shape = [1] * ndim
+    shape[axis] = v.size
+    return v.reshape(shape)
+
+
+def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None, properties=None):
+    """int -> float32 (horizon.md 7): SHIFT ``q / 2**shift[k]``, SCALE ``(q - zp[k]) * scale[k]``
+    (subtraction in integers), NONE: float32(q). ``k`` runs along ``axis`` when the parameters
+    have more than one value. Parameters may come from ``properties`` (TensorProperties)."""
+    qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
+    arr = np.asarray(q)
+    qt = str(qt or "NONE").upper()
+    if qt == "NONE":
+        return arr.astype(np.float32)
+    if qt == "SHIFT":
+        s = _along(shift, arr.ndim, axis, "shift", np.int64)
+        return (arr.astype(np.float32) * np.exp2(-s.astype(np.float64)).astype(np.float32)).astype(np.float32)
+    if qt == "SCALE":
+        sc = _along(scale, arr.ndim, axis, "scale", np.float32)
+        z = _along(zp if zp is not None else 0, arr.ndim, axis, "zero_point", np.int64)
+        return ((arr.astype(np.int64) - z).astype(np.float32) * sc).astype(np.float32)
+    raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE")
+
+
+def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None,
+             rounding="nearest_even", properties=None):
+    """float -> int of ``dtype`` (horizon.md 7): SHIFT ``sat(round(x * 2**shift[k]))``, SCALE
+    ``sat(round(x / scale[k] + zp[k]))``; computed in float64, rounded half to even (or
+    "nearest_away"), always saturated to the type's range."""
+    qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
+    if dtype is None and properties is not None:
+        dtype = properties.tensor_type
+    if dtype is None:
+        raise ValueError("dtype: the integer type to produce is required")
+    dtype = np.dtype(_NUMPY[dtype.upper()] if isinstance(dtype, str) else dtype)
+    if dtype not in _RANGES:
+        raise TypeError(f"dtype: quantize produces integers, got {dtype}")
+    if rounding not in ("nearest_even", "nearest_away"):
+        raise ValueError(f"rounding: {rounding!r} is not 'nearest_even' or 'nearest_away'")
+    arr = np.asarray(x, dtype=np.float64)
+    qt = str(qt or "NONE").upper()
+    if qt == "SHIFT":
+        v = arr * np.exp2(_along(shift, arr.ndim, axis, "shift"))
+    elif qt == "SCALE":
+        v = arr / _along(scale, arr.ndim, axis, "scale") + _along(zp if zp is not None else 0, arr.ndim, axis,
+                                                                   "zero_point")
+    elif qt == "NONE":
+        v = arr
+    else:
+        raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE")
+    v = np.rint(v) if rounding == "nearest_even" else np.sign(v) * np.floor(np.abs(v) + 0.5)
+    lo, hi = _RANGES[dtype]
+    return np.clip(v, lo, hi).astype(dtype)
