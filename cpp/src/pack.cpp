@@ -190,10 +190,11 @@ class Executor {
   // row_ptrs_ = `room` rows, the ones after `valid` pointing at a row of pad values.
   void pad_rows(int64_t valid, int64_t room, int64_t cols) {
     if (static_cast<int64_t>(pad_row_.size()) < cols * eb_) {
-      pad_row_.resize(static_cast<size_t>(cols * eb_));
-      for (size_t off = 0; off < pad_row_.size(); off += static_cast<size_t>(eb_)) {
-        if (pad_) std::memcpy(pad_row_.data() + off, pad_, static_cast<size_t>(eb_));
-        else std::memset(pad_row_.data() + off, 0, static_cast<size_t>(eb_));
+      const size_t n = static_cast<size_t>(cols * eb_), eb = static_cast<size_t>(eb_);
+      pad_row_.assign(n, 0);
+      if (pad_) {  // the pattern, then doubling copies
+        std::memcpy(pad_row_.data(), pad_, eb);
+        for (size_t done = eb; done < n; done *= 2) std::memcpy(pad_row_.data() + done, pad_row_.data(), std::min(done, n - done));
       }
     }
     row_ptrs_.assign(static_cast<size_t>(room), pad_row_.data());

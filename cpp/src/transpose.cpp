@@ -1,6 +1,7 @@
 #include "npupack/transpose.hpp"
 
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h>
@@ -106,8 +107,35 @@ inline void tr8x8_u8(Cur s, __m128i d[4]) {
   d[3] = _mm_unpackhi_epi32(c1, c3);
 }
 
+// 2 or 4 rows into contiguous 2- or 4-byte columns (Kneron 4W4C8B atoms, 3-channel images padded
+// to 4): a byte interleave, 16 columns per step.
+template <class SR>
+void interleave_u8(SR row, char* dst, int64_t rows, int64_t cols) {
+  int64_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    const auto s = row.at(0, c);
+    const __m128i a = load16(s[0]), b = load16(s[1]);
+    if (rows == 2) {
+      store16(dst + 2 * c, _mm_unpacklo_epi8(a, b));
+      store16(dst + 2 * c + 16, _mm_unpackhi_epi8(a, b));
+      continue;
+    }
+    const __m128i cc = load16(s[2]), d = load16(s[3]);
+    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_lo = _mm_unpacklo_epi8(cc, d), cd_hi = _mm_unpackhi_epi8(cc, d);
+    store16(dst + 4 * c, _mm_unpacklo_epi16(ab_lo, cd_lo));
+    store16(dst + 4 * c + 16, _mm_unpackhi_epi16(ab_lo, cd_lo));
+    store16(dst + 4 * c + 32, _mm_unpacklo_epi16(ab_hi, cd_hi));
+    store16(dst + 4 * c + 48, _mm_unpackhi_epi16(ab_hi, cd_hi));
+  }
+  scalar<1>(row, StridedOut{dst, rows}, 0, rows, c, cols);
+}
+
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
+  if constexpr (std::is_same_v<DC, StridedOut>) {
+    if ((rows == 2 || rows == 4) && col.stride == rows) return interleave_u8(row, col.base, rows, cols);
+  }
   if (rows < 16) {  // 8x8 blocks for 8..15 rows (8-byte atoms, short channel blocks)
     tile_2d<1>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
       __m128i t[4];

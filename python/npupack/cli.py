@@ -57,10 +57,15 @@ def _ints(text: str) -> tuple:
 
 
 def _cmd_explain(args) -> int:
-    from npupack.explain import explain_lines, resolve_layout
+    from npupack.explain import explain_lines, resolve_layout, vendor_explain_lines
 
-    for line in explain_lines(resolve_layout(args.format), args.shape, pad_lo=args.pad_lo, pad_hi=args.pad_hi,
-                              limit=args.limit):
+    if args.format.startswith(("kneron:", "horizon:")):
+        lines = vendor_explain_lines(args.format, args.shape, chip=args.chip, stride=args.stride, dtype=args.dtype,
+                                     role=args.role, limit=args.limit)
+    else:
+        lines = explain_lines(resolve_layout(args.format), args.shape, pad_lo=args.pad_lo, pad_hi=args.pad_hi,
+                              limit=args.limit)
+    for line in lines:
         print(line)
     return 0
 
@@ -76,6 +81,12 @@ def _cmd_formats(args) -> int:
     for f in openvino.formats():
         if not f.supported:
             print(f"  {f.name:46s} {f.reason.split(';')[0]}")
+    from npupack import kneron
+
+    print("Kneron (npupack.kneron, explain as kneron:<layout> --chip ...): " +
+          ", ".join(m.vendor_name for m in kneron.DataLayout if m.value))
+    print("Horizon (npupack.horizon, explain as horizon:NHWC|NCHW): aligned tensors by the X3/X5 rule or the "
+          "model's stride, NV12/Y planes")
     print("NVDLA: feature data (pack_feature), direct-convolution weights incl. grouped (pack_weights kind='dc')")
     print("Generic: any layout text (NCHW16c, OIHW8i16o2i) or oneDNN tag (nChw16c, ABcd8b16a2b) via npupack.pack")
     return 0
@@ -104,11 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
     fm.set_defaults(func=_cmd_fetch)
 
     ex = sub.add_parser("explain", help="print where each element of a layout goes")
-    ex.add_argument("format", help="clDNN format name (b_fs_yx_fsv16), layout text (NCHW16c) or oneDNN tag")
+    ex.add_argument("format", help="clDNN format name (b_fs_yx_fsv16), layout text (NCHW16c), oneDNN tag, "
+                    "kneron:<layout> (with --chip) or horizon:NHWC|NCHW")
     ex.add_argument("--shape", type=_ints, required=True, help="logical shape, e.g. 2,2,2,2")
     ex.add_argument("--pad-lo", type=_ints, default=None, help="lower padding per dim")
     ex.add_argument("--pad-hi", type=_ints, default=None, help="upper padding per dim")
     ex.add_argument("--limit", type=int, default=None, help="print at most this many positions")
+    ex.add_argument("--chip", default=None, help="Kneron chip (kl520, kl630, kl720, kl730, kl830)")
+    ex.add_argument("--stride", type=_ints, default=None,
+                    help="Kneron stride_npu (scalars) or Horizon stride (bytes)")
+    ex.add_argument("--dtype", default="int8", help="Horizon element type (default int8)")
+    ex.add_argument("--role", default="input", choices=["input", "output"], help="Horizon tensor role")
     ex.set_defaults(func=_cmd_explain)
 
     fo = sub.add_parser("formats", help="list every supported format")

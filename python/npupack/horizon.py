@@ -9,6 +9,7 @@ published X3/X5 rule (a parameter: :class:`AlignmentRule`). Padding is always 0.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -241,7 +242,9 @@ def nbytes(valid_shape, dtype, *, stride=None, aligned_shape=None, aligned_byte_
     return n
 
 
+@lru_cache(maxsize=1024)
 def _descriptor(valid, st, dtype):
+    # Cached: the same tensor is padded or stripped on every inference.
     names = [f"d{i}" for i in range(len(valid))]
     return strided_layout([Dim(n, v) for n, v in zip(names, valid)],
                           {(n, 0): s for n, s in zip(names, st)}, dtype)
@@ -259,7 +262,12 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
         raise TypeError(f"x: dtype {arr.dtype} cannot be padded")
     es = arr.dtype.itemsize
     valid, st = _byte_strides(arr.shape, es, stride, aligned_shape)
-    total = nbytes(valid, arr.dtype, stride=st, aligned_byte_size=aligned_byte_size)
+    total = max(max((s * v for s, v in zip(st, valid)), default=es), es)
+    if aligned_byte_size is not None:
+        if int(aligned_byte_size) < total:
+            raise LayoutError(f"aligned_byte_size: {aligned_byte_size} is smaller than the {total} bytes the strides "
+                              "address")
+        total = int(aligned_byte_size)
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
     desc = _descriptor(valid, st, arr.dtype)
     desc.pack(arr, out=buf)

@@ -95,7 +95,7 @@ _SCALAR = {1: 8, 2: 8, 3: 8, 4: 16, 5: 16, 6: 16, 7: 16, 8: 8, 9: 16, 10: "f32",
 _HIGHLOW = {DataLayout.KP_4W4C8BHL, DataLayout.KP_1W16C8BHL, DataLayout.KP_16W1C8BHL,
             DataLayout.KP_1W16C8BHL_CH_COMPACT}
 _OUTER_GROUP = {DataLayout.KP_1W16C8B, DataLayout.KP_1W16C8BHL}
-_INPUT_ONLY = {DataLayout.KP_HW4C8B_KEEP_A, DataLayout.KP_HW4C8B_DROP_A, DataLayout.KP_HW1C8B,
+_INPUT_ONLY = {DataLayout.KP_4W4C8B, DataLayout.KP_HW4C8B_KEEP_A, DataLayout.KP_HW4C8B_DROP_A, DataLayout.KP_HW1C8B,
                DataLayout.KP_HW1C16B_LE, DataLayout.KP_HW1C16B_BE}
 
 # v1 chips (kneron.md 6.4): layout -> (channel block CB, width alignment WB); KL520 nests HCW.
@@ -214,7 +214,28 @@ def _clear_lsb(lay: DataLayout, chip: str, clear_lsb) -> bool:
 
 
 def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
-    """(DataLayout, chip, engine descriptor, engine shape, output bytes, scalar dtype)."""
+    """(DataLayout, chip, engine descriptor, engine shape, output bytes, scalar dtype); cached,
+    because a model's tensors are re-laid out with the same parameters on every inference."""
+    try:
+        key = (layout, tuple(shape), chip, None if stride_npu is None else tuple(stride_npu),
+               None if stride_onnx is None else tuple(stride_onnx))
+        hit = _PLANS.get(key)
+    except TypeError:
+        key = hit = None
+    if hit is not None:
+        return hit
+    plan = _make_plan(layout, shape, chip, stride_npu, stride_onnx)
+    if key is not None:
+        if len(_PLANS) > 1024:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+_PLANS: dict = {}
+
+
+def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
     lay, chip = DataLayout.named(layout), _chip(chip)
     if lay == DataLayout.KP_UNKNOWN:
         raise ValueError("layout: UNKNOWN is not a layout")
@@ -303,11 +324,19 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
     return buf
 
 
-def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=None) -> np.ndarray:
+def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=None,
+           allow_input_only=False) -> np.ndarray:
     """Read a tensor of ``shape`` (logical NCHW / ONNX order) back from an NPU buffer; width
     padding, channel tails and native order are removed. Returns int8, int16 or float32 (the
-    layout's scalar type). Raises as :func:`pack`, and LayoutError when ``buf`` is too short."""
+    layout's scalar type).
+
+    Input-only layouts (4W4C8B, the HW* formats) cannot be NPU outputs: decoding one raises
+    UnsupportedError unless ``allow_input_only=True`` (round trips, simulators). Otherwise raises
+    as :func:`pack`, and LayoutError when ``buf`` is too short."""
     lay, chip, desc, eshape, total, dtype = _plan(layout, shape, chip, stride_npu, stride_onnx)
+    if lay in _INPUT_ONLY and not allow_input_only:
+        raise UnsupportedError(f"layout: {lay.vendor_name} is an input-only layout and cannot be an NPU output "
+                               "(kneron.md 3); pass allow_input_only=True to read back a buffer you packed")
     data = np.asarray(buf)
     if data.dtype != np.uint8:
         raise TypeError(f"buf: expected uint8 bytes, got {data.dtype}")

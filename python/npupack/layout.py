@@ -89,6 +89,7 @@ class BlockedLayout:
         if strides:
             raise LayoutError(f"byte_strides: {sorted(strides)} are not loops of the order")
         self.order = tuple((n, int(lv)) for n, lv in order)
+        self.byte_strides = dict(byte_strides or {})
         for d in self.dims:
             if min(d.pad_lo, d.pad_hi) < 0 or d.align < 1:
                 raise LayoutError(f"dim {d.name!r}: padding must be >= 0 and align >= 1, got pad_lo={d.pad_lo}, "
