@@ -223,3 +223,34 @@ def test_cli_explain(capsys):
     assert main(["explain", "kneron:1W16C8B", "--chip", "kl730", "--stride", "96,1,48,16", "--shape", "1,20,2,3"]) == 0
     assert "i = 177 => [d0=0; d1=17; d2=1; d3=2];" in capsys.readouterr().out
     assert main(["explain", "kneron:16W1C8B", "--shape", "1,2,3"]) == 2
+
+
+def test_seed_entry_tables_reproduced():
+    """Every entry table of seed 004 (KL520 and KL630/KL720 sections): the byte at bits [8k+7:8k]
+    of entry e holds exactly the labelled PnCHm."""
+    from pathlib import Path
+    import re
+
+    seed = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_221165a17c7f319c.txt"
+    text = seed.read_text(encoding="utf-8", errors="replace")
+    split = text.index("KL630, KL720")
+    tables = 0
+    for m in re.finditer(r"Bits (?:\[\d+:\d+\] ){16}((?:Entry #\d+(?: P\d+CH\d+){16} ?)+)", text):
+        chip = "kl520" if m.start() < split else "kl720"
+        entries = re.findall(r"Entry #(\d+)((?: P\d+CH\d+){16})", m.group(1))
+        labels = {int(e): [tuple(map(int, re.match(r"P(\d+)CH(\d+)", t).groups())) for t in body.split()][::-1]
+                  for e, body in entries}  # [::-1]: listed from bits [127:120] down to [7:0]
+        first = labels[0]
+        if first[4] == (0, 4):
+            layout, C, W = "1W16C8B", 16, len(labels)
+        elif first[1] == (1, 0):
+            layout, C, W = "16W1C8B", 1, 16 * len(labels)
+        else:
+            layout, C, W = "4W4C8B", 4, 4 * len(labels)
+        code = lambda p, c: (c * W + p) % 127 + 1  # noqa: E731
+        x = np.array([[[code(p, c) for p in range(W)]] for c in range(C)], np.int8)  # (C, 1, W)
+        buf = kn.pack(x, layout, chip=chip)
+        for e, row in labels.items():
+            assert [buf[16 * e + k] for k in range(16)] == [code(p, c) for p, c in row], (chip, layout, e)
+        tables += 1
+    assert tables == 6

@@ -205,7 +205,8 @@ class Executor {
   // True when packing writes every hole itself: the only holes are the tails of the innermost
   // loop's blocks (every other dim exact, no padding, no stride gaps) and the transpose path
   // writes those tails whole. pack() then skips the separate fill pass.
-  bool fills_holes() const {
+  bool fills_holes() {
+    if (to_packed_ && row_gaps_possible()) return row_gaps_ = true;
     if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged()) return false;
     const auto& dims = L_.dims();
     const Loop& in = loops_.back();
@@ -229,6 +230,23 @@ class Executor {
   }
 
  private:
+  // Two loops left after merging, both exact, the inner one contiguous on both sides and the
+  // outer one striding further than a row: the holes are exactly the gaps between rows (and a
+  // zero pad value fills them).
+  bool row_gaps_possible() const {
+    if (loops_.size() != 2 || transpose_ || L_.ragged() || !zero_pad()) return false;
+    const Loop& x = loops_[0];
+    const Loop& in = loops_[1];
+    return x.exact && in.exact && in.lstep == eb_ && in.pstep == eb_ && x.pstep > in.extent * eb_;
+  }
+
+  bool zero_pad() const {
+    if (pad_ == nullptr) return true;
+    for (int64_t i = 0; i < eb_; ++i) {
+      if (pad_[i] != 0) return false;
+    }
+    return true;
+  }
 
   // The loop's digits whose blocks hold valid elements: [lo, hi). Blocks before pad_lo or past
   // the logical end hold only padding (pre-filled by pack, ignored by unpack).
@@ -294,7 +312,16 @@ class Executor {
       if (psin == eb_ && in.lstep == eb_) {
         // Rows contiguous on both sides (1x1 kernels, channel blocks): plain memcpy per row.
         const size_t row = static_cast<size_t>(nin * eb_);
-        if (to_packed_) {
+        if (to_packed_ && row_gaps_) {
+          // The gaps between rows are the layout's only holes (Horizon's aligned C): zero each
+          // gap right after its row instead of a separate fill pass over the whole buffer.
+          const size_t gap = static_cast<size_t>(psx) - row;
+          for (int64_t i = 0; i < nx; ++i) {
+            char* d = pout_ + poff + i * psx;
+            std::memcpy(d, lin_ + loff + i * x.lstep, row);
+            if (i + 1 < nx) std::memset(d + row, 0, gap);
+          }
+        } else if (to_packed_) {
           for (int64_t i = 0; i < nx; ++i) std::memcpy(pout_ + poff + i * psx, lin_ + loff + i * x.lstep, row);
         } else {
           for (int64_t i = 0; i < nx; ++i) std::memcpy(lout_ + loff + i * x.lstep, pin_ + poff + i * psx, row);
@@ -349,6 +376,7 @@ class Executor {
   int64_t eb_;
   RunFn run_;
   const char* pad_;                    // element pad value (nullptr: zero)
+  bool row_gaps_ = false;              // pack zeroes the gaps between rows itself
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
   std::vector<Loop> loops_;

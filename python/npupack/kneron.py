@@ -373,7 +373,7 @@ def _per_axis(values, ndim: int, axis: Optional[int], name: str, size: Optional[
     return v.reshape(shape)
 
 
-def quantize(x, *, radix, scale, axis=None, layout=None, bits=None, rounding="nearest_even", dtype=None):
+def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="nearest_even", dtype=None):
     """Host-side input quantisation (kneron.md 5): ``clip(round(x * scale * 2**radix))``.
 
     ``radix`` (int) and ``scale`` (float) are scalars or 1-D arrays along ``axis``. The result is
@@ -405,7 +405,7 @@ def quantize(x, *, radix, scale, axis=None, layout=None, bits=None, rounding="ne
     return np.clip(v, lo, hi).astype(np.int8 if bits == 8 else np.int16)
 
 
-def dequantize(q, *, radix, scale, axis=None) -> np.ndarray:
+def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
     """Output dequantisation (kneron.md 5): ``float32(q) / (float32(scale) * float32(2**radix))``,
     bit for bit as the vendor decoder; per tensor or per index of ``axis``. Returns float32."""
     arr = np.asarray(q)
