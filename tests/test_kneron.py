@@ -247,7 +247,7 @@ def test_seed_entry_tables_reproduced():
             layout, C, W = "16W1C8B", 1, 16 * len(labels)
         else:
             layout, C, W = "4W4C8B", 4, 4 * len(labels)
-        code = lambda p, c: (c * W + p) % 127 + 1  # noqa: E731
+        code = lambda p, c, W=W: (c * W + p) % 127 + 1  # noqa: E731
         x = np.array([[[code(p, c) for p in range(W)]] for c in range(C)], np.int8)  # (C, 1, W)
         buf = kn.pack(x, layout, chip=chip)
         for e, row in labels.items():
