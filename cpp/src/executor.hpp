@@ -1,0 +1,396 @@
+// The fast pack/unpack executor over a BlockedLayout (internal to pack.cpp).
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "npupack/checked.hpp"
+#include "npupack/layout.hpp"
+#include "npupack/transpose.hpp"
+
+namespace npupack {
+namespace detail {
+
+template <int EB>
+struct Elem;
+template <> struct Elem<1> { using T = uint8_t; };
+template <> struct Elem<2> { using T = uint16_t; };
+template <> struct Elem<4> { using T = uint32_t; };
+template <> struct Elem<8> { using T = uint64_t; };
+
+// Copies n elements from src (step sstep bytes) to dst (step dstep bytes).
+using RunFn = void (*)(const char*, int64_t, char*, int64_t, int64_t);
+
+template <int EB>
+void copy_run(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n) {
+  using T = typename Elem<EB>::T;
+  if (sstep == EB && dstep == EB) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * EB);
+    return;
+  }
+  // memcpy of one element compiles to a plain load/store and avoids alignment assumptions.
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, src + i * sstep, EB);
+    std::memcpy(dst + i * dstep, &v, EB);
+  }
+}
+
+inline RunFn run_for(int64_t eb) {
+  switch (eb) {
+    case 1: return copy_run<1>;
+    case 2: return copy_run<2>;
+    case 4: return copy_run<4>;
+    default: return copy_run<8>;
+  }
+}
+
+// Executes a layout as a plan of loops. Adjacent loops that are contiguous on both sides are
+// merged; when the logical side is contiguous along a loop other than the innermost one (NCHW
+// input: W; KCRS weights: R*S), that loop is moved next to the innermost and the pair runs as a
+// blocked 2-D transpose. Loops over padded or ragged dims stop at the logical extent (pack has
+// pre-filled the holes, unpack ignores them). Loop order does not change any element's address,
+// only the order of the writes.
+class Executor {
+ public:
+  Executor(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
+           const char* pad = nullptr)
+      : L_(L), to_packed_(to_packed), eb_(L.elem_bytes()), run_(run_for(L.elem_bytes())), pad_(pad) {
+    const auto& axes = L.axes();
+    const auto& dims = L.dims();
+    std::vector<int64_t> padded(dims.size(), 1);
+    for (const auto& ax : axes) padded[ax.dim] *= ax.extent;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const auto& ax = axes[a];
+      const auto& d = dims[ax.dim];
+      const bool exact = !d.ragged && d.pad_lo == 0 && padded[ax.dim] == d.extent;
+      loops_.push_back(Loop{static_cast<int>(a), ax.dim, ax.extent, ax.weight,
+                            ax.weight * logical_strides[ax.dim], ax.stride, exact});
+    }
+    merge_contiguous();
+    transpose_ = move_transpose_partner();
+    if (transpose_ && !L.ragged()) group_transpose_columns();
+    idx_.assign(axes.size(), 0);
+    base_.assign(dims.size(), 0);
+    // Offsets are kept relative to padded coordinates; element (p - pad_lo) is logical index 0.
+    for (size_t i = 0; i < dims.size(); ++i) origin_ -= dims[i].pad_lo * logical_strides[i];
+  }
+
+  void run(const char* logical_in, char* logical_out, const char* packed_in, char* packed_out) {
+    lin_ = logical_in; lout_ = logical_out; pin_ = packed_in; pout_ = packed_out;
+    rec(0, origin_, 0);
+  }
+
+ private:
+  struct Loop {
+    int axis;        // innermost layout axis of this loop (stride and count are taken from it)
+    int dim;
+    int64_t extent;  // full loop count
+    int64_t weight;  // logical-index weight of one step
+    int64_t lstep;   // logical byte step
+    int64_t pstep;   // packed byte step (non-ragged layouts)
+    bool exact;      // always runs its full extent and influences no other loop's count or stride
+  };
+
+  void merge_contiguous() {
+    std::vector<Loop> merged;
+    for (const Loop& lp : loops_) {
+      if (!merged.empty()) {
+        Loop& outer = merged.back();
+        const bool packed_ok = L_.ragged() || outer.pstep == lp.extent * lp.pstep;
+        if (outer.exact && lp.exact && outer.lstep == lp.extent * lp.lstep && packed_ok) {
+          outer.axis = lp.axis;
+          outer.dim = lp.dim;
+          outer.extent *= lp.extent;
+          outer.weight = lp.weight;
+          outer.lstep = lp.lstep;
+          outer.pstep = lp.pstep;
+          continue;
+        }
+      }
+      merged.push_back(lp);
+    }
+    loops_.swap(merged);
+  }
+
+  bool move_transpose_partner() {
+    const size_t n = loops_.size();
+    if (n < 2) return false;
+    const Loop& inner = loops_.back();
+    if (inner.lstep == eb_ || L_.axes()[inner.axis].stride != eb_) return false;
+    for (size_t m = n - 1; m-- > 0;) {
+      if (loops_[m].exact && loops_[m].lstep == eb_) {
+        Loop partner = loops_[m];
+        loops_.erase(loops_.begin() + static_cast<std::ptrdiff_t>(m));
+        loops_.insert(loops_.end() - 1, partner);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // When loops other than the partner continue the logical-contiguous run (os_is_yx_isv16_osv16 on
+  // 3x3 kernels: y*x of 9 elements, then i%16 at a step of 9), transposing only the partner gives
+  // tiny 16x9 blocks. Grouping them makes one wide transpose whose destination columns are found
+  // through a table of packed offsets.
+  void group_transpose_columns() {
+    const size_t n = loops_.size();
+    const Loop& in = loops_.back();
+    int64_t span = loops_[n - 2].extent * eb_;
+    size_t group = 1;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t m = 0; m + 1 + group < n; ++m) {
+        const Loop& lp = loops_[m];
+        if (lp.exact && lp.lstep == span && span * lp.extent * in.extent <= kGroupBytes) {
+          span *= lp.extent;
+          Loop moved = lp;
+          loops_.erase(loops_.begin() + static_cast<std::ptrdiff_t>(m));
+          loops_.insert(loops_.end() - 1 - static_cast<std::ptrdiff_t>(group), moved);
+          ++group;
+          grew = true;
+          break;
+        }
+      }
+    }
+    if (group < 2) return;
+    group_ = group;
+    // Packed offset of every column (the group's loops read as one mixed-radix column index,
+    // ordered by logical step).
+    std::vector<const Loop*> by_step;
+    for (size_t g = n - 1 - group; g < n - 1; ++g) by_step.push_back(&loops_[g]);
+    std::sort(by_step.begin(), by_step.end(), [](const Loop* a, const Loop* b) { return a->lstep > b->lstep; });
+    const int64_t cols = span / eb_;
+    col_poff_.assign(static_cast<size_t>(cols), 0);
+    for (int64_t c = 0; c < cols; ++c) {
+      int64_t rem = c, off = 0;
+      for (const Loop* lp : by_step) {
+        const int64_t unit = lp->lstep / eb_;
+        off += (rem / unit) * lp->pstep;
+        rem %= unit;
+      }
+      col_poff_[static_cast<size_t>(c)] = off;
+    }
+  }
+
+  void inner_group(int64_t loff, int64_t poff) {
+    const Loop& in = loops_.back();
+    const Range rin = range(in);
+    const int64_t rows = rin.n(), cols = static_cast<int64_t>(col_poff_.size());
+    loff += rin.lo * in.lstep;
+    poff += rin.lo * eb_;
+    if (to_packed_) {
+      transpose_to_cols(lin_ + loff, in.lstep, pout_ + poff, col_poff_.data(), rows, cols, eb_);
+    } else {
+      transpose_from_rows(pin_ + poff, col_poff_.data(), lout_ + loff, in.lstep, cols, rows, eb_);
+    }
+  }
+
+  // row_ptrs_ = `room` rows all pointing at a row of pad values (the caller sets the valid ones).
+  void pad_rows(int64_t room, int64_t cols) {
+    if (static_cast<int64_t>(pad_row_.size()) < cols * eb_) {
+      const size_t n = static_cast<size_t>(cols * eb_), eb = static_cast<size_t>(eb_);
+      pad_row_.assign(n, 0);
+      if (pad_) {  // the pattern, then doubling copies
+        std::memcpy(pad_row_.data(), pad_, eb);
+        for (size_t done = eb; done < n; done *= 2) {
+          std::memcpy(pad_row_.data() + done, pad_row_.data(), std::min(done, n - done));
+        }
+      }
+    }
+    row_ptrs_.assign(static_cast<size_t>(room), pad_row_.data());
+  }
+
+ public:
+  // True when packing writes every hole itself: the only holes are the tails of the innermost
+  // loop's blocks (every other dim exact, no padding, no stride gaps) and the transpose path
+  // writes those tails whole. pack() then skips the separate fill pass.
+  bool fills_holes() {
+    if (to_packed_ && row_gaps_possible()) return row_gaps_ = true;
+    if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged()) return false;
+    const auto& dims = L_.dims();
+    const Loop& in = loops_.back();
+    int64_t elements = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (static_cast<int>(i) == in.dim) {
+        // Split into its outer count and this one tile only: then its holes are exactly the
+        // tail of the last block along `in`. (With more tiles, whole blocks at other levels are
+        // holes that the walk never visits.)
+        if (dims[i].pad_lo != 0 || dims[i].storage != dims[i].extent || dims[i].tiles.size() != 1) return false;
+      }
+      elements *= dims[i].extent;
+    }
+    for (const Loop& lp : loops_) {
+      if (!lp.exact && lp.dim != in.dim) return false;
+    }
+    // No gaps: the packed size is that of the blocked extents (the innermost dim rounded up).
+    int64_t blocked = eb_;
+    for (const auto& ax : L_.axes()) blocked *= ax.extent;
+    return blocked == L_.nbytes() && elements > 0;
+  }
+
+ private:
+  // Two loops left after merging, both exact, the inner one contiguous on both sides and the
+  // outer one striding further than a row: the holes are exactly the gaps between rows (and a
+  // zero pad value fills them).
+  bool row_gaps_possible() const {
+    if (loops_.size() != 2 || transpose_ || L_.ragged() || !zero_pad()) return false;
+    const Loop& x = loops_[0];
+    const Loop& in = loops_[1];
+    return x.exact && in.exact && in.lstep == eb_ && in.pstep == eb_ && x.pstep > in.extent * eb_;
+  }
+
+  bool zero_pad() const {
+    if (pad_ == nullptr) return true;
+    for (int64_t i = 0; i < eb_; ++i) {
+      if (pad_[i] != 0) return false;
+    }
+    return true;
+  }
+
+  // The loop's digits whose blocks hold valid elements: [lo, hi). Blocks before pad_lo or past
+  // the logical end hold only padding (pre-filled by pack, ignored by unpack).
+  struct Range {
+    int64_t lo, hi;
+    int64_t n() const { return hi - lo; }
+  };
+  Range range(const Loop& lp) const {
+    if (lp.exact) return {0, lp.extent};
+    const auto& d = L_.dims()[lp.dim];
+    const int64_t start = d.pad_lo - base_[lp.dim], end = d.pad_lo + d.extent - base_[lp.dim];
+    const int64_t lo = start > 0 ? start / lp.weight : 0;
+    return {lo, std::min(lp.extent, ceil_div(end, lp.weight))};
+  }
+
+  int64_t pstride(const Loop& lp) const { return L_.ragged() ? L_.stride_at(lp.axis, idx_.data()) : lp.pstep; }
+
+  void enter(const Loop& lp, int64_t i, int64_t saved) {
+    if (lp.exact) return;
+    idx_[lp.axis] = i;
+    base_[lp.dim] = saved + i * lp.weight;
+  }
+
+  void copy(int64_t loff, int64_t lstep, int64_t poff, int64_t pstep, int64_t n) {
+    if (to_packed_) run_(lin_ + loff, lstep, pout_ + poff, pstep, n);
+    else run_(pin_ + poff, pstep, lout_ + loff, lstep, n);
+  }
+
+  void inner_pair(int64_t loff, int64_t poff) {
+    const Loop& x = loops_[loops_.size() - 2];
+    const Loop& in = loops_.back();
+    const Range rx = range(x);
+    const int64_t psx = pstride(x);
+    if (transpose_) {
+      // x is contiguous on the logical side, `in` on the packed side; x is exact (rx starts at 0).
+      const Range rin = range(in);
+      loff += rin.lo * in.lstep;
+      poff += rin.lo * eb_;
+      const int64_t nin = rin.n(), nx = rx.n();
+      const int64_t room = in.extent - rin.lo;
+      if (to_packed_ && nin < room && !L_.ragged()) {
+        // A short last block of a padded layout (3-channel images, C % atom != 0): its rows
+        // after the last valid one are holes (in a ragged layout they would be the next block),
+        // so read them from a row of pad values and write the whole block. SIMD
+        // blocks then apply even to 3 rows, and the holes need no separate fill (fills_holes).
+        pad_rows(room, nx);
+        for (int64_t r = 0; r < nin; ++r) row_ptrs_[static_cast<size_t>(r)] = lin_ + loff + r * in.lstep;
+        transpose_from_ptrs(row_ptrs_.data(), pout_ + poff, psx, room, nx, eb_);
+        return;
+      }
+      if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
+      else transpose(pin_ + poff, psx, lout_ + loff, in.lstep, nx, nin, eb_);
+      return;
+    }
+    if (x.dim != in.dim) {
+      // The inner loop's range depends only on its own dim, and its stride only on outer
+      // counts of ragged dims other than x's: compute them once for all of x.
+      const Range rin = range(in);
+      const int64_t psin = pstride(in), nin = rin.n();
+      loff += rin.lo * in.lstep + rx.lo * x.lstep;
+      poff += rin.lo * psin + rx.lo * psx;
+      const int64_t nx = rx.n();
+      if (psin == eb_ && in.lstep == eb_) {
+        // Rows contiguous on both sides (1x1 kernels, channel blocks): plain memcpy per row.
+        const size_t row = static_cast<size_t>(nin * eb_);
+        if (to_packed_ && row_gaps_) {
+          // The gaps between rows are the layout's only holes (Horizon's aligned C): zero each
+          // gap right after its row instead of a separate fill pass over the whole buffer.
+          const size_t gap = static_cast<size_t>(psx) - row;
+          for (int64_t i = 0; i < nx; ++i) {
+            char* d = pout_ + poff + i * psx;
+            std::memcpy(d, lin_ + loff + i * x.lstep, row);
+            if (i + 1 < nx) std::memset(d + row, 0, gap);
+          }
+        } else if (to_packed_) {
+          for (int64_t i = 0; i < nx; ++i) std::memcpy(pout_ + poff + i * psx, lin_ + loff + i * x.lstep, row);
+        } else {
+          for (int64_t i = 0; i < nx; ++i) std::memcpy(lout_ + loff + i * x.lstep, pin_ + poff + i * psx, row);
+        }
+        return;
+      }
+      for (int64_t i = 0; i < nx; ++i) copy(loff + i * x.lstep, in.lstep, poff + i * psx, psin, nin);
+      return;
+    }
+    const int64_t saved = base_[x.dim];
+    for (int64_t i = rx.lo; i < rx.hi; ++i) {
+      enter(x, i, saved);
+      const Range rin = range(in);
+      const int64_t psin = pstride(in);
+      copy(loff + i * x.lstep + rin.lo * in.lstep, in.lstep, poff + i * psx + rin.lo * psin, psin, rin.n());
+    }
+    if (!x.exact) base_[x.dim] = saved;
+  }
+
+  void rec(size_t li, int64_t loff, int64_t poff) {
+    const size_t n = loops_.size();
+    if (n == 1) {
+      const Range r = range(loops_[0]);
+      const int64_t ps = pstride(loops_[0]);
+      copy(loff + r.lo * loops_[0].lstep, loops_[0].lstep, poff + r.lo * ps, ps, r.n());
+      return;
+    }
+    if (group_ > 1 && li + 1 + group_ == n) {
+      inner_group(loff, poff);
+      return;
+    }
+    if (li + 2 == n) {
+      inner_pair(loff, poff);
+      return;
+    }
+    const Loop& lp = loops_[li];
+    const Range r = range(lp);
+    const int64_t ps = pstride(lp);
+    const int64_t saved = base_[lp.dim];
+    for (int64_t i = r.lo; i < r.hi; ++i) {
+      enter(lp, i, saved);
+      rec(li + 1, loff + i * lp.lstep, poff + i * ps);
+    }
+    if (!lp.exact) {
+      base_[lp.dim] = saved;
+      idx_[lp.axis] = 0;
+    }
+  }
+
+  const BlockedLayout& L_;
+  bool to_packed_;
+  int64_t eb_;
+  RunFn run_;
+  const char* pad_;                    // element pad value (nullptr: zero)
+  bool row_gaps_ = false;              // pack zeroes the gaps between rows itself
+  std::vector<char> pad_row_;          // a row of pad values for short_rows
+  std::vector<const char*> row_ptrs_;
+  std::vector<Loop> loops_;
+  bool transpose_ = false;
+  static constexpr int64_t kGroupBytes = 64 * 1024;
+  size_t group_ = 0;                // loops transposed together before the innermost (0: none)
+  std::vector<int64_t> col_poff_;   // packed offset of each column of the group
+  std::vector<int64_t> idx_, base_;
+  int64_t origin_ = 0;
+  const char* lin_ = nullptr;
+  char* lout_ = nullptr;
+  const char* pin_ = nullptr;
+  char* pout_ = nullptr;
+};
+
+}  // namespace detail
+}  // namespace npupack
