@@ -1,0 +1,353 @@
+"""NVDLA pitch-linear pixel formats for image input (spec nvdla.md section 4; seed "Pixel Format",
+"Precision Conversion").
+
+An image is ``(H, W, comps)`` with components in the hardware's channel order c0 = R/Y, c1 = G/U,
+c2 = B/V, c3 = A/X. Each plane is ``H`` lines of ``line_stride`` bytes: ``pre`` padding bytes
+(the x offset), ``W`` pixels of ``bpp`` bytes, zero padding. A component reorder (memory order of
+the format), 10-bit word packing and fp16 conversion are passes; each plane is then one engine
+layout (lines at an explicit byte stride, the x offset as lower padding of W).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import numpy as np
+
+from npupack.errors import LayoutError, UnsupportedError
+from npupack.layout import BlockedLayout, Dim
+from npupack.nvdla.config import PRECISIONS
+from npupack.nvdla.convert import to_fp16
+
+__all__ = ["PixelFormat", "PIXEL_FORMATS", "PixelPlanes", "pack_pixels", "unpack_pixels", "pixel_line_strides",
+           "convert_pixel_precision"]
+
+
+@dataclass(frozen=True)
+class PixelFormat:
+    """One row of Table 33 (nvdla.md 4.2).
+
+    Attributes
+    ----------
+    name : str
+    comps : int
+        Components the convolution sees (``Cdata``): 1, 3 or 4.
+    kind : str
+        "8bit", "16bit" (integer containers), "fp16" or "10bit" (one packed 32-bit word per pixel).
+    planes : tuple of tuple of int
+        Per plane, the components (c-indices) at increasing addresses within one pixel.
+    comp_bytes : int
+        Bytes per component in memory (1, 2; 4 for the 10-bit word).
+    shifts : tuple or None
+        10-bit formats: bit position of (c0, c1, c2, alpha) in the 32-bit word.
+    has_x : bool
+        The fourth component is X (accepted as 3-component input, written as 0).
+    """
+
+    name: str
+    comps: int
+    kind: str
+    planes: tuple
+    comp_bytes: int
+    shifts: Optional[tuple] = None
+    has_x: bool = False
+
+    @property
+    def bpp(self) -> tuple:
+        """Bytes per pixel of each plane."""
+        if self.kind == "10bit":
+            return (4,)
+        return tuple(len(p) * self.comp_bytes for p in self.planes)
+
+    @property
+    def x_offset_max(self) -> int:
+        """Largest x offset: all x with x * bpp[0] < 32 (the seed's range)."""
+        return 32 // self.bpp[0] - 1
+
+    @property
+    def precision(self) -> str:
+        """Precision class of the pixel data: "int8", "int16" or "fp16" (nvdla.md 4.2)."""
+        return {"8bit": "int8", "16bit": "int16", "10bit": "int16", "fp16": "fp16"}[self.kind]
+
+
+def _fmt(name, comps, kind, planes, comp_bytes, shifts=None):
+    return PixelFormat(name, comps, kind, tuple(tuple(p) for p in planes), comp_bytes, shifts, "X" in name.split("_")[1])
+
+
+R, G, B, A = 0, 1, 2, 3
+_ROWS = [
+    _fmt("T_R8", 1, "8bit", [[R]], 1),
+    _fmt("T_R10", 1, "16bit", [[R]], 2), _fmt("T_R12", 1, "16bit", [[R]], 2), _fmt("T_R16", 1, "16bit", [[R]], 2),
+    _fmt("T_R16_I", 1, "16bit", [[R]], 2), _fmt("T_R16_F", 1, "fp16", [[R]], 2),
+    _fmt("T_A16B16G16R16", 4, "16bit", [[R, G, B, A]], 2), _fmt("T_X16B16G16R16", 4, "16bit", [[R, G, B, A]], 2),
+    _fmt("T_A16B16G16R16_F", 4, "fp16", [[R, G, B, A]], 2),
+    _fmt("T_A16Y16U16V16", 4, "16bit", [[B, G, R, A]], 2), _fmt("T_V16U16Y16A16", 4, "16bit", [[A, R, G, B]], 2),
+    _fmt("T_A16Y16U16V16_F", 4, "fp16", [[B, G, R, A]], 2),
+    _fmt("T_A8B8G8R8", 4, "8bit", [[R, G, B, A]], 1), _fmt("T_A8R8G8B8", 4, "8bit", [[B, G, R, A]], 1),
+    _fmt("T_B8G8R8A8", 4, "8bit", [[A, R, G, B]], 1), _fmt("T_R8G8B8A8", 4, "8bit", [[A, B, G, R]], 1),
+    _fmt("T_X8B8G8R8", 4, "8bit", [[R, G, B, A]], 1), _fmt("T_X8R8G8B8", 4, "8bit", [[B, G, R, A]], 1),
+    _fmt("T_B8G8R8X8", 4, "8bit", [[A, R, G, B]], 1), _fmt("T_R8G8B8X8", 4, "8bit", [[A, B, G, R]], 1),
+    _fmt("T_A8Y8U8V8", 4, "8bit", [[B, G, R, A]], 1), _fmt("T_V8U8Y8A8", 4, "8bit", [[A, R, G, B]], 1),
+    # 10-bit: bit positions of (R/Y, G/U, B/V, A) in the LE 32-bit word (nvdla.md 4.3)
+    _fmt("T_A2B10G10R10", 4, "10bit", [[R, G, B, A]], 4, (0, 10, 20, 30)),
+    _fmt("T_A2R10G10B10", 4, "10bit", [[R, G, B, A]], 4, (20, 10, 0, 30)),
+    _fmt("T_A2Y10U10V10", 4, "10bit", [[R, G, B, A]], 4, (20, 10, 0, 30)),
+    _fmt("T_B10G10R10A2", 4, "10bit", [[R, G, B, A]], 4, (2, 12, 22, 0)),
+    _fmt("T_V10U10Y10A2", 4, "10bit", [[R, G, B, A]], 4, (2, 12, 22, 0)),
+    _fmt("T_R10G10B10A2", 4, "10bit", [[R, G, B, A]], 4, (22, 12, 2, 0)),
+    # semi-planar N444: plane 0 = Y, plane 1 = the UV word's components at increasing addresses
+    _fmt("T_Y8___U8V8_N444", 3, "8bit", [[R], [B, G]], 1), _fmt("T_Y8___V8U8_N444", 3, "8bit", [[R], [G, B]], 1),
+    _fmt("T_Y10___U10V10_N444", 3, "16bit", [[R], [B, G]], 2),
+    _fmt("T_Y10___V10U10_N444", 3, "16bit", [[R], [G, B]], 2),
+    _fmt("T_Y12___U12V12_N444", 3, "16bit", [[R], [B, G]], 2),
+    _fmt("T_Y12___V12U12_N444", 3, "16bit", [[R], [G, B]], 2),
+    _fmt("T_Y16___U16V16_N444", 3, "16bit", [[R], [B, G]], 2),
+    _fmt("T_Y16___V16U16_N444", 3, "16bit", [[R], [G, B]], 2),
+]
+PIXEL_FORMATS = {f.name: f for f in _ROWS}
+_DTYPE = {"8bit": np.dtype(np.uint8), "16bit": np.dtype(np.uint16), "fp16": np.dtype(np.uint16),
+          "10bit": np.dtype(np.uint32)}
+
+
+@dataclass(frozen=True)
+class PixelPlanes:
+    """Packed image planes: ``planes`` (uint8 arrays of ``H * line_stride`` bytes each) and their
+    ``line_strides`` (bytes), plus what produced them."""
+
+    planes: tuple
+    line_strides: tuple
+    pixel_format: str
+    shape: tuple
+    x_offset: int
+
+
+def _format(pixel_format) -> PixelFormat:
+    if isinstance(pixel_format, PixelFormat):
+        return pixel_format
+    try:
+        return PIXEL_FORMATS[pixel_format]
+    except (KeyError, TypeError):
+        raise ValueError(f"pixel_format: unknown NVDLA pixel format {pixel_format!r}; see "
+                         "npupack.nvdla.PIXEL_FORMATS (nvdla.md 4.2)") from None
+
+
+def pixel_line_strides(pixel_format, width: int, *, x_offset: int = 0, line_stride=None) -> tuple:
+    """Line stride of each plane in bytes (nvdla.md 4.4): ``roundup(pre + W * bpp, 32)`` by
+    default; a given stride (int, or one per plane) must be a multiple of 32 and at least
+    ``pre + W * bpp``. Raises LayoutError for a bad stride or an x offset out of range."""
+    fmt = _format(pixel_format)
+    width = int(width)
+    if width < 1:
+        raise LayoutError(f"width: must be >= 1, got {width}")
+    if isinstance(x_offset, bool) or not isinstance(x_offset, (int, np.integer)):
+        raise TypeError(f"x_offset: expected an integer, got {x_offset!r}")
+    if not 0 <= x_offset <= fmt.x_offset_max:
+        raise LayoutError(f"x_offset: {x_offset} is outside {fmt.name}'s range 0-{fmt.x_offset_max} "
+                          "(x * bytes per pixel < 32; nvdla.md 4.4)")
+    given = (line_stride,) * len(fmt.bpp) if line_stride is None or isinstance(line_stride, (int, np.integer)) \
+        else tuple(line_stride)
+    if len(given) != len(fmt.bpp):
+        raise LayoutError(f"line_stride: {fmt.name} has {len(fmt.bpp)} planes, got {len(given)} strides")
+    out = []
+    for p, bpp in enumerate(fmt.bpp):
+        pre = _pre(fmt, p, x_offset)
+        need = pre + width * bpp
+        ls = given[p]
+        if ls is None:
+            ls = -(-need // 32) * 32
+        else:
+            ls = int(ls)
+            if ls % 32 or ls < need:
+                raise LayoutError(f"line_stride: {ls} bytes for plane {p} of {fmt.name} must be a multiple of 32 and "
+                                  f">= {need} (x offset bytes + W * {bpp}; nvdla.md 4.4, 15)")
+        out.append(ls)
+    return tuple(out)
+
+
+def _pre(fmt: PixelFormat, plane: int, x_offset: int) -> int:
+    return x_offset * fmt.bpp[0] if plane == 0 else (x_offset * fmt.bpp[plane]) % 32
+
+
+@lru_cache(maxsize=256)
+def _plane_layout(h: int, w: int, m: int, elem: np.dtype, pre_px: int, line_stride: int) -> BlockedLayout:
+    return BlockedLayout([Dim("H", h), Dim("W", w, pad_lo=pre_px), Dim("M", m)], [("H", 0), ("W", 0), ("M", 0)],
+                         elem, {("H", 0): line_stride})
+
+
+def _components(img, fmt: PixelFormat) -> np.ndarray:
+    """Validate an image and return it as ``(H, W, comps)`` element containers (uint8, uint16 bits,
+    or uint32 words for 10-bit formats, where the 4 components are already packed: (H, W, 1))."""
+    arr = np.asarray(img)
+    if arr.ndim == 2 and fmt.comps == 1:
+        arr = arr[:, :, None]
+    if arr.ndim == 3 and fmt.has_x and arr.shape[2] == 3:
+        arr = np.concatenate([arr, np.zeros(arr.shape[:2] + (1,), arr.dtype)], axis=2)
+    if arr.ndim != 3 or arr.shape[2] != fmt.comps:
+        raise LayoutError(f"img: {fmt.name} takes (H, W, {fmt.comps})" + (" or (H, W)" if fmt.comps == 1 else "") +
+                          (" or (H, W, 3)" if fmt.has_x else "") + f" with components in c0..c3 order, got shape "
+                          f"{arr.shape} (nvdla.md 4.1)")
+    if min(arr.shape[:2]) < 1:
+        raise LayoutError(f"img: H and W must be >= 1, got {arr.shape}")
+    kind = fmt.kind
+    if kind == "8bit":
+        if arr.dtype not in (np.uint8, np.int8):
+            raise TypeError(f"img: {fmt.name} stores 8-bit components; pass uint8 or int8, got {arr.dtype}")
+        return arr.view(np.uint8)
+    if kind == "16bit":
+        if arr.dtype not in (np.uint16, np.int16):
+            raise TypeError(f"img: {fmt.name} stores 16-bit containers; pass uint16 or int16, got {arr.dtype}")
+        return arr.view(np.uint16)
+    if kind == "fp16":
+        if arr.dtype.kind != "f":
+            raise TypeError(f"img: {fmt.name} is fp16; pass float16 or float32, got {arr.dtype}")
+        return to_fp16(arr, saturate=False).view(np.uint16)
+    # 10-bit: range-check, then pack the word (a vectorised pass)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"img: {fmt.name} takes integer components (0-1023, alpha 0-3), got {arr.dtype}")
+    colour, alpha = arr[..., :3], arr[..., 3]
+    if colour.size and (colour.min() < 0 or colour.max() > 1023):
+        raise ValueError(f"img: {fmt.name} colour components must be in 0-1023 (nvdla.md 4.3)")
+    if alpha.size and (alpha.min() < 0 or alpha.max() > 3):
+        raise ValueError(f"img: {fmt.name} alpha must be in 0-3 (nvdla.md 4.3)")
+    a = arr.astype(np.uint32)
+    word = (a[..., 0] << fmt.shifts[0]) | (a[..., 1] << fmt.shifts[1]) | (a[..., 2] << fmt.shifts[2]) | \
+        (a[..., 3] << fmt.shifts[3])
+    return word[:, :, None]
+
+
+def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0) -> PixelPlanes:
+    """Lay an image out in an NVDLA pixel format (nvdla.md 4; seed "Pixel Format").
+
+    Parameters
+    ----------
+    img : array_like, (H, W, comps) with components c0..c3 = R/Y, G/U, B/V, A/X
+        ``(H, W)`` for 1-component formats, ``(H, W, 3)`` for X formats (X = 0). uint8/int8 for
+        8-bit formats, uint16/int16 for 16-bit containers (10/12-bit values stored as given),
+        float16/float32 for fp16 formats (converted with :func:`to_fp16`, nearest even), any
+        integer type for 10-bit packed formats (colour 0-1023, alpha 0-3). Not modified.
+    pixel_format : str
+        A name of :data:`PIXEL_FORMATS` ("T_A8B8G8R8", "T_Y8___U8V8_N444", ...).
+    line_stride : int or tuple of int, optional, bytes
+        Per plane; default ``roundup(pre + W * bpp, 32)``.
+    x_offset : int
+        Redundant pixels before the first one (0 .. 32 // bpp - 1).
+
+    Returns
+    -------
+    PixelPlanes
+        ``planes``: one uint8 array per plane of ``H * line_stride`` bytes, little-endian
+        components in the format's memory order, every padding byte zero; ``line_strides``.
+
+    Raises
+    ------
+    LayoutError
+        Wrong component count or ndim, x offset out of range, bad line stride.
+    TypeError
+        A dtype the format does not take.
+    ValueError
+        Unknown format; 10-bit values out of range.
+    """
+    fmt = _format(pixel_format)
+    comps = _components(img, fmt)
+    h, w = comps.shape[:2]
+    strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
+    planes = []
+    for p, order in enumerate(fmt.planes):
+        data = comps if fmt.kind == "10bit" else comps[:, :, list(order)]
+        bpp = fmt.bpp[p]
+        layout = _plane_layout(h, w, data.shape[2], data.dtype, _pre(fmt, p, x_offset) // bpp, strides[p])
+        buf = np.empty(h * strides[p], dtype=np.uint8)
+        layout.pack(data, out=buf)
+        buf[layout.nbytes:] = 0
+        planes.append(buf)
+    return PixelPlanes(tuple(planes), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
+
+
+def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: int = 0) -> np.ndarray:
+    """Read an ``(H, W, comps)`` image back (c0..c3 order): uint8 for 8-bit formats, uint16 for
+    16-bit containers and 10-bit formats (the 10-bit values, alpha 0-3), float16 for fp16 formats.
+    ``planes`` is a PixelPlanes or a sequence of uint8 plane buffers. Raises LayoutError for a
+    plane shorter than ``H * line_stride`` or a wrong plane count."""
+    fmt = _format(pixel_format)
+    if isinstance(planes, PixelPlanes):
+        line_stride = planes.line_strides if line_stride is None else line_stride
+        planes = planes.planes
+    h, w = int(shape[0]), int(shape[1])
+    strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
+    if len(planes) != len(fmt.planes):
+        raise LayoutError(f"planes: {fmt.name} has {len(fmt.planes)} planes, got {len(planes)}")
+    elem = _DTYPE[fmt.kind]
+    out = np.zeros((h, w, fmt.comps), dtype=np.uint16 if fmt.kind == "10bit" else elem)
+    for p, order in enumerate(fmt.planes):
+        data = np.asarray(planes[p])
+        if data.dtype != np.uint8:
+            raise TypeError(f"planes[{p}]: expected uint8 bytes, got {data.dtype}")
+        m = 1 if fmt.kind == "10bit" else len(order)
+        layout = _plane_layout(h, w, m, elem, _pre(fmt, p, x_offset) // fmt.bpp[p], strides[p])
+        vals = layout.unpack(np.ascontiguousarray(data).reshape(-1))
+        if fmt.kind == "10bit":
+            word = vals[:, :, 0]
+            for c, sh in enumerate(fmt.shifts):
+                out[:, :, c] = (word >> np.uint32(sh)) & np.uint32(3 if c == 3 else 1023)
+        else:
+            out[:, :, list(order)] = vals
+    return out.view(np.float16) if fmt.kind == "fp16" else out
+
+
+def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = True, offset=0, scale=1,
+                            truncate: int = 0, sign_override: bool = False) -> np.ndarray:
+    """The image DMA's precision conversion (nvdla.md 4.5; seed "Precision Conversion").
+
+    ``img`` is ``(H, W, comps)`` as :func:`unpack_pixels` returns it (10-bit formats: the 10-bit
+    values; they are widened ``<< 6``, alpha ``<< 14``). With ``cvt``: ``y = round_half_away(
+    (v - offset[c]) * scale / 2**truncate)``, saturated to 17 bits, then to int8/int16, or rounded
+    to fp16 (nearest even, +-inf from 65520). ``offset`` is a scalar or one value per component;
+    ``v`` is unsigned unless ``sign_override``. Without ``cvt`` the raw container passes through
+    (8 -> int8 bits, 8 -> int16 sign-extended, 16 -> int16, 16 -> int8 low byte). fp16 formats
+    convert to fp16 only. Returns int8, int16 or float16 of the same shape.
+
+    Raises ValueError for an unknown precision or out-of-range parameters, UnsupportedError for a
+    precision pair the hardware lacks.
+    """
+    fmt = _format(pixel_format)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
+    arr = np.asarray(img)
+    if fmt.kind == "fp16":
+        if precision != "fp16":
+            raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) converts to fp16 only (nvdla.md 4.5, 13)")
+        return arr.astype(np.float16) if arr.dtype != np.float16 else arr.copy()
+    if not 0 <= int(truncate) <= 63:
+        raise ValueError(f"truncate: must be 0-63 (6-bit register), got {truncate}")
+    if fmt.kind == "10bit":
+        widen = np.array([6, 6, 6, 14][: arr.shape[-1]], dtype=np.int64)
+        p = arr.astype(np.int64) << widen
+        bits = 16
+    else:
+        bits = 8 if fmt.kind == "8bit" else 16
+        p = arr.astype(np.int64) & ((1 << bits) - 1)
+    if not cvt:
+        if precision == "fp16":
+            raise UnsupportedError("precision: without CVT integer pixels cannot become fp16 (nvdla.md 4.5)")
+        if bits == 8:
+            raw = p.astype(np.uint8).view(np.int8)
+            return raw if precision == "int8" else raw.astype(np.int16)
+        raw = p.astype(np.uint16).view(np.int16)
+        return raw if precision == "int16" else (p & 0xFF).astype(np.uint8).view(np.int8)
+    v = np.where(p >= (1 << (bits - 1)), p - (1 << bits), p) if sign_override else p
+    off = np.asarray(offset, dtype=np.int64)
+    if off.ndim and off.size != arr.shape[-1]:
+        raise ValueError(f"offset: a scalar or one value per component ({arr.shape[-1]}), got {off.size}")
+    t = (v - off) * int(scale)
+    if truncate:
+        half = 1 << (int(truncate) - 1)
+        y = np.sign(t) * ((np.abs(t) + half) >> int(truncate))
+    else:
+        y = t
+    y = np.clip(y, -65536, 65535)
+    if precision == "int8":
+        return np.clip(y, -128, 127).astype(np.int8)
+    if precision == "int16":
+        return np.clip(y, -32768, 32767).astype(np.int16)
+    return to_fp16(y.astype(np.float64), saturate=False)
