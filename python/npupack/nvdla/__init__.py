@@ -5,12 +5,13 @@ from npupack.nvdla.convert import quantize_weights, to_fp16
 from npupack.nvdla.pixel import (PIXEL_FORMATS, PixelFormat, PixelPlanes, convert_pixel_precision, pack_pixels,
                                  pixel_line_strides, unpack_pixels)
 from npupack.nvdla.feature import FeatureStrides, feature_layout, feature_strides, pack_feature, unpack_feature
-from npupack.nvdla.weights import WeightSurfaces, dc_layout, pack_weights, unpack_weights, weights_nbytes
+from npupack.nvdla.weights import (WeightSurfaces, dc_layout, pack_weights, post_extension_factor, unpack_weights,
+                                   weights_nbytes)
 
 __all__ = [
     "Config", "PRECISIONS", "NV_FULL", "NV_LARGE", "NV_SMALL", "NV_SMALL_256", "NV_MEDIUM_512",
     "NV_MEDIUM_1024_FULL", "element_size", "to_fp16", "quantize_weights", "FeatureStrides",
     "feature_strides", "feature_layout", "pack_feature", "unpack_feature", "WeightSurfaces",
     "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout", "PIXEL_FORMATS", "PixelFormat", "PixelPlanes",
-    "pack_pixels", "unpack_pixels", "pixel_line_strides", "convert_pixel_precision",
+    "pack_pixels", "unpack_pixels", "pixel_line_strides", "convert_pixel_precision", "post_extension_factor",
 ]

@@ -25,7 +25,7 @@ from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
 
-__all__ = ["WeightSurfaces", "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout"]
+__all__ = ["WeightSurfaces", "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout", "post_extension_factor"]
 
 _KINDS = ("dc", "image", "winograd", "deconv")
 
@@ -54,13 +54,15 @@ class WeightSurfaces:
     meaningful_bytes : int
         ``K' * bytes_per_kernel``: the mapped stream without tail.
     post_extension : int
-        1 for DC weights.
+        1, 2 or 4 (image-input weights); 1 for DC weights.
     groups : int
         Convolution groups of the logical weights.
     config : Config
         The configuration packed for (needed to unpack).
     phase : tuple or None
         Deconvolution stride phase; None otherwise.
+    pixel_format : str or None
+        Image-input weights: the pixel format they were extended for.
     """
 
     weight: np.ndarray
@@ -77,6 +79,7 @@ class WeightSurfaces:
     wmb: Optional[np.ndarray] = None
     wgs: Optional[np.ndarray] = None
     phase: Optional[tuple] = None
+    pixel_format: Optional[str] = None
 
     @classmethod
     def _fast(cls, **fields) -> "WeightSurfaces":
@@ -162,9 +165,9 @@ def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: i
 def _check_kind(kind: str) -> None:
     if kind not in _KINDS:
         raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
-    if kind != "dc":
+    if kind not in ("dc", "image"):
         raise UnsupportedError(f"kind: {kind!r} weights are not implemented in this version of npupack; "
-                               "only 'dc' (direct convolution, including grouped) is")
+                               "'dc' (direct convolution, including grouped) and 'image' are")
 
 
 def _densify(w: np.ndarray, groups: int) -> np.ndarray:
@@ -192,9 +195,10 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     w : array_like, (K, C, R, S); grouped: (K, C/groups, R, S)
         int8, uint8, int16, uint16, float16, float32 or float64. Float weights for an int8/int16
         target must be quantised first (:func:`quantize_weights`). Any strides; not modified.
-    kind : {"dc"}
-        Direct convolution. ("image", "winograd", "deconv" raise UnsupportedError in this
-        version.)
+    kind : {"dc", "image"}
+        Direct convolution, or image input (first layer; nvdla.md 8: channels zero-padded to the
+        pixel format's count, pre-extension ``c' = s*Cdata + c``, optional post-extension).
+        ("winograd" and "deconv" raise UnsupportedError in this version.)
     precision : {"int8", "int16", "fp16"}, optional
         Inferred from the dtype when omitted (int8, int16, float -> fp16); must be in
         ``config.precisions``.
@@ -202,9 +206,15 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         Hardware configuration: kernels per group, channels per block, tail alignment.
     groups : int
         Convolution groups; the weights are densified to ``(K, C, R, S)`` (nvdla.md 7.1).
-    stride, pixel_format, post_extension, compress, scale
-        Accepted for the common signature (nvdla.md 5.1); for DC weights ``post_extension``
-        must be "auto" or 1, ``compress`` False, ``scale`` 1.0, ``pixel_format`` None.
+    stride : (stride_y, stride_x)
+        Image weights: ``stride_x`` enters the automatic post-extension choice.
+    pixel_format : str
+        Image weights: the input image's pixel format (required); None for DC.
+    post_extension : "auto", 1, 2 or 4
+        Image weights: "auto" applies nvdla/sw's rule (:func:`post_extension_factor`); 2 and 4
+        are validated (C' <= mac_atomic_c // f, at least two full row groups). DC: "auto" or 1.
+    compress, scale
+        ``compress`` must be False and ``scale`` 1.0 in this version.
     rounding, saturate
         fp16 conversion of float input (:func:`to_fp16`).
     allow_nan : bool
@@ -217,7 +227,8 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     -------
     WeightSurfaces
         ``weight`` is uint8 of ``roundup(K*C*R*S*es, config.weight_size_alignment)`` bytes
-        (C = total input channels), little-endian elements in DC order, zero tail.
+        (C = total input channels; image: ``K*Cdata*S*R*es``), little-endian elements in DC order
+        (image: post-extension order when ``post_extension`` > 1), zero tail.
 
     Raises
     ------
@@ -235,6 +246,10 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
     if kind != "dc":
         _check_kind(kind)
+        if kind == "image":
+            return _pack_image(w, precision=precision, config=config, groups=groups, stride=stride,
+                               pixel_format=pixel_format, post_extension=post_extension, compress=compress,
+                               rounding=rounding, saturate=saturate, scale=scale, allow_nan=allow_nan, out=out)
     arr = w if type(w) is np.ndarray else np.asarray(w)
     if arr.ndim != 4 or 0 in arr.shape:
         _kcrs(arr.shape, "w")
@@ -311,9 +326,11 @@ def unpack_weights(surfaces: WeightSurfaces, *, logical: bool = True) -> np.ndar
     """
     if not isinstance(surfaces, WeightSurfaces):
         raise TypeError(f"surfaces: expected WeightSurfaces, got {type(surfaces).__name__}")
-    if surfaces.kind != "dc" or surfaces.wmb is not None:
+    if surfaces.kind not in ("dc", "image") or surfaces.wmb is not None:
         raise UnsupportedError(f"surfaces: unpacking {surfaces.kind!r} weights is not implemented in this version")
     data = as_byte_buffer(surfaces.weight, "surfaces.weight")
+    if surfaces.kind == "image":
+        return _unpack_image(surfaces, data, logical)
     layout = dc_layout(surfaces.packed_shape, surfaces.precision, surfaces.config)
     if data.size < layout.nbytes:
         raise LayoutError(f"surfaces.weight: holds {data.size} bytes, {layout.nbytes} are needed")
@@ -325,3 +342,116 @@ def unpack_weights(surfaces: WeightSurfaces, *, logical: bool = True) -> np.ndar
     blocks = dense.reshape(g, k // g, g, cg, *dense.shape[2:])
     idx = np.arange(g)
     return blocks[idx, :, idx].reshape(surfaces.shape)
+
+
+# ---------------------------------------------------------------- image-input weights (nvdla.md 8)
+
+def post_extension_factor(cdata: int, s: int, r: int, stride_x: int, mac_atomic_c: int) -> int:
+    """nvdla/sw's automatic post-extension choice (nvdla.md 8.4): 4, 2 or 1 for a kernel of width
+    ``s`` and height ``r`` on a ``cdata``-component image read at x stride ``stride_x``."""
+    c_ext = cdata * s
+    if stride_x > s:
+        f = 1
+    elif cdata * stride_x * 3 + c_ext <= mac_atomic_c and c_ext <= mac_atomic_c // 4:
+        f = 4
+    elif cdata * stride_x + c_ext <= mac_atomic_c and c_ext <= mac_atomic_c // 2:
+        f = 2
+    else:
+        f = 1
+    if f > 1 and (c_ext > mac_atomic_c or r // f <= 1):
+        f = 1  # declined; nvdla/sw does not retry with 2
+    return f
+
+
+@lru_cache(maxsize=1024)
+def _post_ext_layout(k: int, c_ext: int, r: int, f: int, precision: str, config: Config) -> BlockedLayout:
+    """Post-extended weights (nvdla.md 8.4): kernel groups (ragged), full row groups of f rows
+    (the last group short, not padded), then each kernel's f rows of C' channels."""
+    return BlockedLayout(
+        [Dim("K", k, (config.kernels_per_group(precision),), ragged=True), Dim("C", c_ext),
+         Dim("R", r, (f,), ragged=True), Dim("S", 1)],
+        [("K", 0), ("R", 0), ("K", 1), ("R", 1), ("C", 0), ("S", 0)], _TARGET_DTYPE[precision])
+
+
+def _image_layout(k, c_ext, r, f, precision, config):
+    return dc_layout((k, c_ext, r, 1), precision, config) if f == 1 else \
+        _post_ext_layout(k, c_ext, r, f, precision, config)
+
+
+def _pack_image(w, *, precision, config, groups, stride, pixel_format, post_extension, compress, rounding,
+                saturate, scale, allow_nan, out) -> WeightSurfaces:
+    """kind="image" of :func:`pack_weights` (nvdla.md 8)."""
+    from npupack.nvdla.pixel import _format
+
+    if not isinstance(config, Config):
+        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+    if pixel_format is None:
+        raise ValueError("pixel_format: image-input weights need the pixel format of the input image (nvdla.md 8.1)")
+    fmt = _format(pixel_format)
+    if groups != 1:
+        raise UnsupportedError("groups: image-input weights take groups=1 (nvdla.md 7.1)")
+    if compress not in (False, None):
+        raise UnsupportedError("compress: sparse weight compression is not implemented in this version")
+    if scale != 1.0:
+        raise ValueError(f"scale: {scale!r}; a scale other than 1.0 is only for int8/int16 Winograd weights")
+    try:
+        sy, sx = (int(v) for v in stride)
+    except (TypeError, ValueError):
+        raise TypeError(f"stride: expected (stride_y, stride_x), got {stride!r}") from None
+    if sy < 1 or sx < 1:
+        raise LayoutError(f"stride: must be >= 1, got {stride!r}")
+    arr = np.asarray(w)
+    k, c, r, s = _kcrs(arr.shape, "w")
+    cdata = fmt.comps
+    if c > cdata:
+        raise LayoutError(f"w: {c} input channels, but {fmt.name} gives the convolution only {cdata} (nvdla.md 8.1)")
+    precision = infer_precision(arr.dtype, precision, config, "w")
+    if fmt.kind == "fp16" and precision != "fp16":
+        raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) needs fp16 weights, got {precision!r} "
+                               "(nvdla.md 13.1)")
+    _check_rounding(rounding)
+    c_ext = cdata * s
+    atomic_c = config.mac_atomic_c
+    if post_extension == "auto":
+        f = post_extension_factor(cdata, s, r, sx, atomic_c)
+    elif post_extension in (1, 2, 4) and not isinstance(post_extension, bool):
+        f = int(post_extension)
+        if f > 1 and c_ext > atomic_c // f:
+            raise UnsupportedError(f"post_extension: {f} needs C' = Cdata*S = {c_ext} <= mac_atomic_c // {f} = "
+                                   f"{atomic_c // f} (nvdla.md 8.4)")
+        if f > 1 and r // f < 2:
+            raise UnsupportedError(f"post_extension: {f} needs at least two full row groups, but R = {r} gives "
+                                   f"{r // f} (nvdla.md 8.4)")
+    else:
+        raise ValueError(f"post_extension: 'auto', 1, 2 or 4, got {post_extension!r}")
+    elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
+    padded = np.zeros((k, cdata, r, s), dtype=elems.dtype)
+    padded[:, :c] = elems
+    pre = padded.transpose(0, 3, 1, 2).reshape(k, c_ext, r, 1)  # pre[k][s*Cdata + c][r][0] (nvdla.md 8.3)
+    layout = _image_layout(k, c_ext, r, f, precision, config)
+    meaningful = layout.nbytes
+    surface = _roundup(meaningful, config.weight_size_alignment)
+    buf = check_out(out, surface)[:surface] if out is not None else np.empty(surface, dtype=np.uint8)
+    layout._pack_into(pre, buf)
+    if surface > meaningful:
+        buf[meaningful:] = 0
+    es = element_size(precision)
+    return WeightSurfaces._fast(
+        weight=buf, kind="image", precision=precision, shape=(k, c, r, s), packed_shape=(k, c_ext, r, 1),
+        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=c_ext * r * es,
+        meaningful_bytes=meaningful, config=config, post_extension=f, pixel_format=fmt.name)
+
+
+def _unpack_image(surfaces: WeightSurfaces, data: np.ndarray, logical: bool) -> np.ndarray:
+    from npupack.nvdla.pixel import _format
+
+    k, c_ext, r, _ = surfaces.packed_shape
+    layout = _image_layout(k, c_ext, r, surfaces.post_extension, surfaces.precision, surfaces.config)
+    if data.size < layout.nbytes:
+        raise LayoutError(f"surfaces.weight: holds {data.size} bytes, {layout.nbytes} are needed")
+    pre = layout.unpack(data)
+    if not logical:
+        return pre
+    cdata = _format(surfaces.pixel_format).comps
+    k, c, r, s = surfaces.shape
+    return np.ascontiguousarray(pre.reshape(k, s, cdata, r).transpose(0, 2, 3, 1)[:, :c])

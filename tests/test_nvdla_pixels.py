@@ -1,0 +1,129 @@
+"""NVDLA pixel formats (nvdla.md 4): every format against the reference built from the spec text,
+every x offset, odd widths, the worked examples (16.4), conversion equations, bad input."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from npupack import LayoutError, UnsupportedError
+from npupack.nvdla import PIXEL_FORMATS, convert_pixel_precision, pack_pixels, unpack_pixels
+from tests.reference import pixels as ref
+
+
+def test_table_matches_spec():
+    assert set(PIXEL_FORMATS) == set(ref.ROWS) and len(PIXEL_FORMATS) == 36
+    for name, fmt in PIXEL_FORMATS.items():
+        kind, bpps, comps, _ = ref.ROWS[name]
+        assert list(fmt.bpp) == bpps and fmt.comps == comps, name
+        assert fmt.x_offset_max == 32 // bpps[0] - 1
+
+
+def sample(fmt, rng, h, w):
+    shape = (h, w, fmt.comps)
+    if fmt.kind == "8bit":
+        return rng.integers(0, 256, shape).astype(np.uint8)
+    if fmt.kind == "16bit":
+        return rng.integers(0, 65536, shape).astype(np.uint16)
+    if fmt.kind == "fp16":
+        return rng.standard_normal(shape).astype(np.float16)
+    return np.concatenate([rng.integers(0, 1024, (h, w, 3)), rng.integers(0, 4, (h, w, 1))], axis=2).astype(np.uint16)
+
+
+@pytest.mark.parametrize("name", sorted(PIXEL_FORMATS))
+def test_every_format_every_x_offset(name):
+    fmt = PIXEL_FORMATS[name]
+    rng = np.random.default_rng(0)
+    for h, w in [(1, 1), (2, 3), (3, 7), (2, 17)]:
+        img = sample(fmt, rng, h, w)
+        bits = img.view(np.uint16) if fmt.kind == "fp16" else img
+        for xo in range(fmt.x_offset_max + 1):
+            pp = pack_pixels(img, name, x_offset=xo)
+            expected = ref.pack(bits, name, x_offset=xo)
+            assert len(pp.planes) == len(expected)
+            for got, exp in zip(pp.planes, expected):
+                assert np.array_equal(got, exp), (name, h, w, xo)
+            back = unpack_pixels(pp, name, img.shape, x_offset=xo)
+            assert np.array_equal(back.view(np.uint16) if fmt.kind == "fp16" else back, bits)
+
+
+@given(st.sampled_from(sorted(PIXEL_FORMATS)), st.integers(1, 4), st.integers(1, 40), st.integers(0, 3),
+       st.data())
+def test_random_sizes_and_line_strides(name, h, w, extra, data):
+    fmt = PIXEL_FORMATS[name]
+    xo = data.draw(st.integers(0, fmt.x_offset_max))
+    default = pack_pixels(sample(fmt, np.random.default_rng(w), h, w), name, x_offset=xo).line_strides
+    strides = tuple(s + 32 * extra for s in default)
+    img = sample(fmt, np.random.default_rng(h * w), h, w)
+    pp = pack_pixels(img, name, x_offset=xo, line_stride=strides)
+    bits = img.view(np.uint16) if fmt.kind == "fp16" else img
+    for got, exp in zip(pp.planes, ref.pack(bits, name, x_offset=xo, line_strides=strides)):
+        assert np.array_equal(got, exp)
+
+
+def test_worked_examples():
+    img = np.array([[[1, 2, 3, 4], [5, 6, 7, 8]]], np.uint8)
+    assert bytes(pack_pixels(img, "T_A8R8G8B8").planes[0]) == bytes([3, 2, 1, 4, 7, 6, 5, 8]) + bytes(24)
+    assert bytes(pack_pixels(img, "T_A8R8G8B8", x_offset=3).planes[0]) == \
+        bytes(12) + bytes([3, 2, 1, 4, 7, 6, 5, 8]) + bytes(12)
+    one = np.array([[[1, 2, 3, 4]]], np.uint8)
+    assert [bytes(pack_pixels(one, f).planes[0][:4]) for f in ("T_A8B8G8R8", "T_B8G8R8A8", "T_R8G8B8A8")] == \
+        [b"\x01\x02\x03\x04", b"\x04\x01\x02\x03", b"\x04\x03\x02\x01"]
+    assert [bytes(pack_pixels(one, f).planes[0][:4]) for f in ("T_A8Y8U8V8", "T_V8U8Y8A8")] == \
+        [b"\x03\x02\x01\x04", b"\x04\x01\x02\x03"]
+    assert bytes(pack_pixels(np.array([[[0x102, 0x304, 0x506, 0x708]]], np.uint16), "T_A16B16G16R16").planes[0][:8]) \
+        == bytes.fromhex("0201040306050807")
+    assert bytes(pack_pixels(np.array([[[1, 2, 3, 4]]], np.uint16), "T_A16Y16U16V16").planes[0][:8]) == \
+        bytes.fromhex("0300020001000400")
+    t = np.array([[[1, 2, 3, 1]]])
+    assert [bytes(pack_pixels(t, f).planes[0][:4]).hex() for f in
+            ("T_A2B10G10R10", "T_A2R10G10B10", "T_B10G10R10A2", "T_R10G10B10A2")] == \
+        ["01083040", "03081040", "0520c000", "0d204000"]
+    yuv = np.array([[[10, 20, 30]]], np.uint8)
+    assert bytes(pack_pixels(yuv, "T_Y8___U8V8_N444").planes[1][:2]) == b"\x1e\x14"
+    assert bytes(pack_pixels(yuv, "T_Y8___V8U8_N444").planes[1][:2]) == b"\x14\x1e"
+    pp = pack_pixels(np.array([[[0x1234, 0x5678, 0x9ABC]]], np.uint16), "T_Y16___V16U16_N444")
+    assert bytes(pp.planes[0][:2]) == b"\x34\x12" and bytes(pp.planes[1][:4]) == bytes.fromhex("7856bc9a")
+    y3 = np.array([[[1, 2, 3], [4, 5, 6], [7, 8, 9]]], np.uint8)
+    pp = pack_pixels(y3, "T_Y8___U8V8_N444", x_offset=20)
+    assert [pp.planes[0][20 + x] for x in range(3)] == [1, 4, 7] and pp.line_strides == (32, 32)
+    assert [(pp.planes[1][8 + 2 * x], pp.planes[1][9 + 2 * x]) for x in range(3)] == [(3, 2), (6, 5), (9, 8)]
+    assert bytes(pack_pixels(np.array([[1.0]], np.float32), "T_R16_F").planes[0][:2]) == b"\x00\x3c"
+    assert pack_pixels(np.zeros((1, 33), np.uint8), "T_R8").line_strides == (64,)
+    assert pack_pixels(np.ones((2, 2, 3), np.uint8), "T_X8R8G8B8").planes[0][3] == 0  # X = 0
+
+
+def test_conversion_equations():
+    p = np.array([[[200]]], np.uint8)
+    assert convert_pixel_precision(p, "T_R8", "int8", offset=100, scale=3, truncate=1).item() == 127
+    assert convert_pixel_precision(p, "T_R8", "int8", cvt=False).item() == -56
+    assert convert_pixel_precision(p, "T_R8", "int16", cvt=False).item() == -56
+    assert convert_pixel_precision(p, "T_R8", "int16", offset=100, scale=3, truncate=1).item() == 150
+    # round half away from zero: (5 - 0) * 1 / 2 = 2.5 -> 3; (0 - 5) / 2 = -2.5 -> -3
+    assert convert_pixel_precision(np.array([[[5]]], np.uint8), "T_R8", "int16", truncate=1).item() == 3
+    assert convert_pixel_precision(np.array([[[0]]], np.uint8), "T_R8", "int16", offset=5, truncate=1).item() == -3
+    assert convert_pixel_precision(np.array([[[200]]], np.uint8), "T_R8", "int16", sign_override=True).item() == -56
+    big = np.array([[[65535]]], np.uint16)
+    assert convert_pixel_precision(big, "T_R16", "fp16").view(np.uint16).item() == 0x7C00  # 65535 -> inf
+    rgba = np.array([[[1, 2, 3, 1]]], np.uint16)
+    assert convert_pixel_precision(rgba, "T_A2B10G10R10", "int16").ravel().tolist() == [64, 128, 192, 16384]
+    assert convert_pixel_precision(np.array([[[1, 2, 3, 4]]], np.uint8), "T_A8B8G8R8", "int16",
+                                   offset=[1, 1, 1, 1]).ravel().tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: pack_pixels(np.zeros((2, 2, 3), np.uint8), "T_A8B8G8R8"), LayoutError, "takes \\(H, W, 4\\)"),
+    (lambda: pack_pixels(np.zeros((2, 2, 4), np.uint16), "T_A8B8G8R8"), TypeError, "8-bit"),
+    (lambda: pack_pixels(np.zeros((2, 2, 4), np.uint8), "T_A16B16G16R16"), TypeError, "16-bit"),
+    (lambda: pack_pixels(np.full((1, 1, 4), 1024), "T_A2B10G10R10"), ValueError, "0-1023"),
+    (lambda: pack_pixels(np.array([[[0, 0, 0, 4]]]), "T_A2B10G10R10"), ValueError, "alpha"),
+    (lambda: pack_pixels(np.zeros((2, 2, 4), np.uint8), "T_A8B8G8R8", x_offset=8), LayoutError, "0-7"),
+    (lambda: pack_pixels(np.zeros((2, 2), np.uint8), "T_R8", line_stride=48), LayoutError, "multiple of 32"),
+    (lambda: pack_pixels(np.zeros((2, 40), np.uint8), "T_R8", line_stride=32), LayoutError, ">= 40"),
+    (lambda: pack_pixels(np.zeros((2, 2), np.uint8), "T_RGB"), ValueError, "unknown NVDLA pixel format"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1, 4), np.float16), "T_A16B16G16R16_F", "int8"), UnsupportedError,
+     "fp16 only"),
+    (lambda: unpack_pixels((np.zeros(32, np.uint8),), "T_Y8___U8V8_N444", (1, 1)), LayoutError, "2 planes"),
+])
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
