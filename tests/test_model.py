@@ -11,7 +11,16 @@ from onnx import TensorProto, helper, numpy_helper
 from npupack.cli import main
 from npupack.job import pack_model
 from npupack.model import load_onnx
-from npupack.nvdla import NV_FULL, Config, WeightSurfaces, quantize_weights, to_fp16, unpack_weights
+from npupack.nvdla import NV_FULL, Config, WeightSurfaces, pack_weights, quantize_weights, to_fp16, unpack_weights
+
+
+def surfaces_from_manifest(entry, data, layer_shape, group):
+    """Rebuild WeightSurfaces from a manifest entry (what a consumer of the output would do)."""
+    return WeightSurfaces(weight=data, kind=entry["kind"], precision=entry["precision"], shape=tuple(layer_shape),
+                          packed_shape=tuple(entry["packed_shape"]), kernel_groups=entry["kernel_groups"],
+                          bytes_per_kernel=entry["bytes_per_kernel"], meaningful_bytes=entry["meaningful_bytes"],
+                          config=Config.named("nv_full"), groups=group, post_extension=entry["post_extension"],
+                          pixel_format=entry["pixel_format"])
 
 
 def make_model(path, *, as_constant: bool, rng):
@@ -71,11 +80,13 @@ def test_pack_job_and_rerun(tmp_path, rng):
     q, scales = quantize_weights(w1, mode="per_filter")
     assert stem["scales"] == [float(s) for s in scales] and stem["logical_shape"] == [4, 3, 3, 3]
     data = (out / stem["file"]).read_bytes()
-    assert len(data) == stem["size"] == 128 and hashlib.sha256(data).hexdigest() == stem["sha256"]
-    ws = WeightSurfaces(weight=np.frombuffer(data, np.uint8), kind="dc", precision="int8", shape=(4, 3, 3, 3),
-                        packed_shape=tuple(stem["packed_shape"]), kernel_groups=1, bytes_per_kernel=27,
-                        meaningful_bytes=108, config=NV_FULL)
+    # the stem reads the model input with 3 channels: image-input weights for T_A8B8G8R8
+    assert stem["kind"] == "image" and stem["pixel_format"] == "T_A8B8G8R8" and stem["packed_shape"] == [4, 12, 3, 1]
+    assert len(data) == stem["size"] == 256 and hashlib.sha256(data).hexdigest() == stem["sha256"]
+    ws = surfaces_from_manifest(stem, np.frombuffer(data, np.uint8), (4, 3, 3, 3), 1)
     assert np.array_equal(unpack_weights(ws), q)
+    no_image = pack_model(path, tmp_path / "dc", config=NV_FULL, precision="int8", pixel_format=None, progress=False)
+    assert no_image["layers"][0]["kind"] == "dc" and no_image["layers"][0]["size"] == 128
     assert dw["packed_shape"] == [4, 4, 3, 3] and dw["group"] == 4
     assert json.loads((out / "manifest.json").read_text()) == m
     # Re-running into the same directory is safe and gives the same bytes; no temporary files remain.
@@ -133,11 +144,7 @@ def test_real_model_every_layer_round_trips(ppocr_det_path, precision, tmp_path)
         else:
             logical, scales = quantize_weights(layer.weights, precision=precision, mode="per_filter")
             assert np.allclose(entry["scales"], scales)
-        K, cg, R, S = layer.weights.shape
-        ws = WeightSurfaces(weight=data, kind="dc", precision=precision, shape=layer.weights.shape,
-                            packed_shape=tuple(entry["packed_shape"]), kernel_groups=entry["kernel_groups"],
-                            bytes_per_kernel=entry["bytes_per_kernel"], meaningful_bytes=entry["meaningful_bytes"],
-                            config=Config.named("nv_full"), groups=layer.group)
+        ws = surfaces_from_manifest(entry, data, layer.weights.shape, layer.group)
         assert np.array_equal(unpack_weights(ws).view(np.uint8), logical.view(np.uint8)), entry["name"]
         assert not data[entry["meaningful_bytes"]:].any()
 
@@ -149,3 +156,24 @@ def test_cli_main_job_on_real_model(ppocr_det_path, tmp_path, capsys):
     assert "64 conv layers" in line and "62 packed" in line and "2 unsupported" in line
     assert main(["inspect", str(ppocr_det_path)]) == 0
     assert "64 convolution layers" in capsys.readouterr().out
+
+
+def test_real_model_first_layer_as_image_input(ppocr_det_path):
+    """PP-OCRv4's first layer (16x3x3x3, stride 2) packed as image-input weights for every RGB
+    pixel format equals the loop reference of nvdla.md 8."""
+    from npupack.nvdla import PIXEL_FORMATS, post_extension_factor, quantize_weights
+    from tests.reference import nvdla as ref
+
+    first = load_onnx(ppocr_det_path)[0]
+    assert first.reads_graph_input and first.weights.shape == (16, 3, 3, 3) and first.strides == (2, 2)
+    q, _ = quantize_weights(first.weights, mode="per_filter")
+    for name, fmt in PIXEL_FORMATS.items():
+        if fmt.comps < 3 or fmt.kind == "fp16":
+            continue
+        precision = "int8" if fmt.kind == "8bit" else "int16"
+        w = q if precision == "int8" else q.astype(np.int16)
+        ws = pack_weights(w, kind="image", pixel_format=name, stride=(2, 2), precision=precision)
+        f = post_extension_factor(fmt.comps, 3, 3, 2, 64)
+        kpg = NV_FULL.kernels_per_group(precision)
+        assert ws.post_extension == f
+        assert np.array_equal(ws.weight, ref.pack_image_weights(w, fmt.comps, f, kpg=kpg, cb=64, tail=128)), name

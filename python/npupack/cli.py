@@ -17,8 +17,9 @@ def _cmd_pack(args) -> int:
 
     config = Config.named(args.target)
     model = resolve_model(args.model)
+    pixel_format = None if args.no_image else args.pixel_format
     manifest = pack_model(model, args.output, config=config, precision=args.precision, quantize=args.quantize,
-                          progress=not args.no_progress)
+                          pixel_format=pixel_format, progress=not args.no_progress)
     s = manifest["summary"]
     print(f"npupack: {s['layers']} conv layers of {model.name}: {s['packed']} packed, {s['unsupported']} "
           f"unsupported, {s['error']} failed; {s['bytes_in']} bytes in, {s['bytes_out']} bytes out; "
@@ -105,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     pk.add_argument("--precision", default="int8", choices=["int8", "int16", "fp16"])
     pk.add_argument("--quantize", default="per_filter", choices=["per_filter", "per_kernel"],
                     help="quantisation blocks for int8/int16 (default per_filter)")
+    pk.add_argument("--pixel-format", default="auto",
+                    help="pixel format of the model input for image-input first layers (default: T_A8B8G8R8 for "
+                         "int8, T_A16B16G16R16 for int16, T_A16B16G16R16_F for fp16)")
+    pk.add_argument("--no-image", action="store_true", help="pack first layers as direct convolution too")
     pk.add_argument("-o", "--output", required=True, help="output directory")
     pk.add_argument("--no-progress", action="store_true", help="no progress bar")
     pk.set_defaults(func=_cmd_pack)

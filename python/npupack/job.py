@@ -26,16 +26,31 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "layer"
 
 
-def _pack_layer(layer, config: Config, precision: str, quantize: str):
+DEFAULT_PIXEL_FORMAT = {"int8": "T_A8B8G8R8", "int16": "T_A16B16G16R16", "fp16": "T_A16B16G16R16_F"}
+
+
+def _is_image_layer(layer, pixel_format) -> bool:
+    """A first layer NVDLA runs in image-input mode: it reads the model's input, has at most as
+    many channels as the pixel format gives, and is not grouped (nvdla.md 8)."""
+    from npupack.nvdla import PIXEL_FORMATS
+
+    return (pixel_format is not None and layer.op_type == "Conv" and layer.reads_graph_input and layer.group == 1
+            and layer.weights.shape[1] <= PIXEL_FORMATS[pixel_format].comps)
+
+
+def _pack_layer(layer, config: Config, precision: str, quantize: str, pixel_format):
     """Returns (WeightSurfaces, scales or None) or raises ValueError/TypeError."""
+    kw = dict(kind="dc", groups=layer.group)
+    if _is_image_layer(layer, pixel_format):
+        kw = dict(kind="image", pixel_format=pixel_format, stride=tuple(layer.strides))
     if precision == "fp16":
-        return pack_weights(layer.weights, kind="dc", precision="fp16", config=config, groups=layer.group), None
+        return pack_weights(layer.weights, precision="fp16", config=config, **kw), None
     q, scales = quantize_weights(layer.weights, precision=precision, mode=quantize)
-    return pack_weights(q, kind="dc", precision=precision, config=config, groups=layer.group), scales
+    return pack_weights(q, precision=precision, config=config, **kw), scales
 
 
 def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", quantize: str = "per_filter",
-               progress: bool = True) -> dict:
+               pixel_format="auto", progress: bool = True) -> dict:
     """Pack every ``Conv`` layer of an ONNX model as NVDLA direct-convolution weights.
 
     Parameters
@@ -49,6 +64,10 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         int8/int16 weights are quantised with :func:`quantize_weights` (``quantize`` mode,
         per filter by default); fp16 weights are converted with round-to-nearest-even and
         saturation.
+    pixel_format : str, "auto" or None
+        First layers that read the model's input with C <= the format's channel count are packed
+        as image-input weights for this pixel format ("auto": T_A8B8G8R8 for int8,
+        T_A16B16G16R16 for int16, T_A16B16G16R16_F for fp16); None packs them as DC.
     progress : bool
         Show a progress bar (tqdm, on a terminal).
 
@@ -69,6 +88,8 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     model_path = Path(model_path)
     out = Path(out_dir)
     config.require_precision(precision)
+    if pixel_format == "auto":
+        pixel_format = DEFAULT_PIXEL_FORMAT[precision]
     layers = load_onnx(model_path)
     out.mkdir(parents=True, exist_ok=True)
     bar = _progress(layers, progress)
@@ -86,7 +107,7 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
             entry.update(status="unsupported", reason=reason)
             continue
         try:
-            ws, scales = _pack_layer(layer, config, precision, quantize)
+            ws, scales = _pack_layer(layer, config, precision, quantize, pixel_format)
         except (ValueError, TypeError) as e:
             entry.update(status="error", reason=f"{type(e).__name__}: {e}")
             continue
@@ -95,7 +116,8 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         bytes_in += layer.weights.nbytes
         bytes_out += ws.weight.size
         entry.update(
-            status="packed", kind=ws.kind, precision=ws.precision,
+            status="packed", kind=ws.kind, precision=ws.precision, pixel_format=ws.pixel_format,
+            post_extension=ws.post_extension,
             quantization=None if scales is None else quantize,
             scales=None if scales is None else [float(s) for s in scales],
             packed_shape=list(ws.packed_shape), kernel_groups=ws.kernel_groups,

@@ -41,6 +41,10 @@ class ConvLayer:
         ONNX ``auto_pad`` attribute (``"NOTSET"`` by default).
     note : str or None
         Why the layer cannot be packed as a plain 2-D convolution, if it cannot.
+    input_name : str
+        The tensor the convolution reads.
+    reads_graph_input : bool
+        True when that tensor is an input of the model (an image-input layer candidate).
     """
 
     name: str
@@ -53,6 +57,8 @@ class ConvLayer:
     group: int
     auto_pad: str = "NOTSET"
     note: Optional[str] = None
+    input_name: str = ""
+    reads_graph_input: bool = False
 
 
 def _import_onnx():
@@ -118,6 +124,8 @@ def load_onnx(path) -> list:
     except Exception as e:  # onnx raises DecodeError and friends
         raise ValueError(f"path: {path} is not a readable ONNX model ({e})") from e
     get = _constants(model.graph, numpy_helper)
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = {i.name for i in model.graph.input if i.name not in initializers}
     layers = []
     for node in model.graph.node:
         if node.op_type not in _CONV_OPS:
@@ -142,5 +150,5 @@ def load_onnx(path) -> list:
             dilations=tuple(int(v) for v in attrs.get("dilations", [1] * nd)),
             group=int(attrs.get("group", 1)),
             auto_pad=auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad),
-            note=note))
+            note=note, input_name=node.input[0], reads_graph_input=node.input[0] in graph_inputs))
     return layers

@@ -192,3 +192,48 @@ def densify_groups(w: np.ndarray, groups: int) -> np.ndarray:
         g = k // Kg
         dense[k, g * Cg:(g + 1) * Cg] = w[k]
     return dense
+
+
+# ---------------------------------------------------------------- section 8: image-input weights
+
+
+def image_pre_extend(w, cdata):
+    """nvdla.md 8.2 / 8.3 as loops: zp pads channels to Cdata; pre[k][s*Cdata + c][r][0] = zp[k][c][r][s]."""
+    K, C, R, S = w.shape
+    pre = np.zeros((K, cdata * S, R, 1), dtype=w.dtype)
+    for k in range(K):
+        for c in range(cdata):
+            for r in range(R):
+                for s in range(S):
+                    pre[k, s * cdata + c, r, 0] = w[k, c, r, s] if c < C else 0
+    return pre
+
+
+def image_post_extension_order(K, C_ext, R, f, kpg):
+    """The (k, c', r) emitted at each position by the loop nest of nvdla.md 8.4."""
+    out = []
+    rfg, rp = R // f, R % f
+    for k0 in range(0, K, kpg):
+        kn = min(kpg, K - k0)
+        for rg in range(rfg):
+            for k in range(k0, k0 + kn):
+                for r in range(rg * f, rg * f + f):
+                    for c in range(C_ext):
+                        out.append((k, c, r))
+        if rp > 0:
+            for k in range(k0, k0 + kn):
+                for r in range(rfg * f, R):
+                    for c in range(C_ext):
+                        out.append((k, c, r))
+    return out
+
+
+def pack_image_weights(w, cdata, f, *, kpg, cb, tail):
+    pre = image_pre_extend(w, cdata)
+    if f == 1:
+        return pack_dc_loops(pre, kpg=kpg, cb=cb, tail=tail)
+    le = pre.astype(pre.dtype.newbyteorder("<"))
+    K, C_ext, R, _ = pre.shape
+    stream = b"".join(le[k, c, r, 0].tobytes() for (k, c, r) in image_post_extension_order(K, C_ext, R, f, kpg))
+    size = -(-len(stream) // tail) * tail
+    return np.frombuffer(stream + bytes(size - len(stream)), dtype=np.uint8)

@@ -15,7 +15,7 @@ def _table():
     sec = text[text.index("### 4.2 Format table"):text.index("### 4.4 Lines")]
     rows = {}
     for m in re.finditer(r"^\| `(T_\w+)` \| (\d) \| ([\d +]+) \| (\d)[^|]*\| [^|]+\| ([^|]+)\|", sec, re.M):
-        name, planes, bpp, comps, order = m.group(1), int(m.group(2)), m.group(3), int(m.group(4)), m.group(5)
+        name, bpp, comps, order = m.group(1), m.group(3), int(m.group(4)), m.group(5)
         bpps = [int(v) for v in bpp.replace(" ", "").split("+")]
         if "bit fields" in order or "LE u32" in order:
             rows[name] = ("10bit", bpps, comps, None)

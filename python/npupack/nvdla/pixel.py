@@ -72,7 +72,8 @@ class PixelFormat:
 
 
 def _fmt(name, comps, kind, planes, comp_bytes, shifts=None):
-    return PixelFormat(name, comps, kind, tuple(tuple(p) for p in planes), comp_bytes, shifts, "X" in name.split("_")[1])
+    has_x = "X" in name.split("_")[1]
+    return PixelFormat(name, comps, kind, tuple(tuple(p) for p in planes), comp_bytes, shifts, has_x)
 
 
 R, G, B, A = 0, 1, 2, 3
