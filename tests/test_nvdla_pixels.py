@@ -127,3 +127,15 @@ def test_conversion_equations():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_benchmark_numpy_baseline_matches():
+    """The benchmarks' NumPy implementation produces the same planes (so the comparison is fair)."""
+    from benchmarks.bench_pixels import FORMATS, _numpy_pack
+
+    rng = np.random.default_rng(9)
+    for name in FORMATS:
+        fmt = PIXEL_FORMATS[name]
+        img = sample(fmt, rng, 3, 37)
+        for got, exp in zip(pack_pixels(img, name).planes, _numpy_pack(img, fmt)):
+            assert np.array_equal(got, exp), name

@@ -11,6 +11,7 @@
 #include "npupack/convert.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/highlow.hpp"
+#include "npupack/pixel.hpp"
 #include "npupack/layout.hpp"
 #include "npupack/pack.hpp"
 
@@ -198,6 +199,34 @@ PYBIND11_MODULE(_core, m) {
         npupack::highlow_merge(src, dst, n);
       },
       "Inverse of highlow_split (bit 0 comes back as 0)");
+  m.def(
+      "pack_10bit",
+      [](const py::array_t<uint16_t, 0>& comps, py::array_t<uint32_t, 0>& words, const std::vector<int>& shifts) {
+        if (!(comps.flags() & py::array::c_style) || !(words.flags() & py::array::c_style) || shifts.size() != 4 ||
+            comps.size() != words.size() * 4) {
+          throw LayoutError("pack_10bit: need C-contiguous uint16[4*n], uint32[n] and 4 shifts");
+        }
+        const uint16_t* src = comps.data();
+        uint32_t* dst = words.mutable_data();
+        const int64_t n = words.size();
+        py::gil_scoped_release release;
+        return npupack::pack_10bit(src, n, shifts.data(), dst);
+      },
+      "Pack 10-bit pixels into LE words; returns the first out-of-range pixel or -1 (nvdla.md 4.3)");
+  m.def(
+      "unpack_10bit",
+      [](const py::array_t<uint32_t, 0>& words, py::array_t<uint16_t, 0>& comps, const std::vector<int>& shifts) {
+        if (!(comps.flags() & py::array::c_style) || !(words.flags() & py::array::c_style) || shifts.size() != 4 ||
+            comps.size() != words.size() * 4) {
+          throw LayoutError("unpack_10bit: need C-contiguous uint32[n], uint16[4*n] and 4 shifts");
+        }
+        const uint32_t* src = words.data();
+        uint16_t* dst = comps.mutable_data();
+        const int64_t n = words.size();
+        py::gil_scoped_release release;
+        npupack::unpack_10bit(src, n, shifts.data(), dst);
+      },
+      "Inverse of pack_10bit");
   m.def("quantize_int8",
         [](const py::array_t<float, 0>& w, py::array_t<int8_t, 0>& q, py::array_t<float, 0>& s) {
           quantize<int8_t>(w, q, s, npupack::quantize_int8);

@@ -64,8 +64,16 @@ class Executor {
       const auto& ax = axes[a];
       const auto& d = dims[ax.dim];
       const bool exact = !d.ragged && d.pad_lo == 0 && padded[ax.dim] == d.extent;
+      // A loop of extent 1 always sits at index 0: it moves nothing and would only hide the
+      // loops around it from merging and pairing (a single component read as a strided view).
+      if (ax.extent == 1 && exact) continue;
       loops_.push_back(Loop{static_cast<int>(a), ax.dim, ax.extent, ax.weight,
                             ax.weight * logical_strides[ax.dim], ax.stride, exact});
+    }
+    if (loops_.empty()) {
+      const auto& ax = axes.back();
+      loops_.push_back(Loop{static_cast<int>(axes.size() - 1), ax.dim, 1, ax.weight,
+                            ax.weight * logical_strides[ax.dim], ax.stride, true});
     }
     merge_contiguous();
     transpose_ = move_transpose_partner();

@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim
 from npupack.nvdla.config import PRECISIONS
@@ -203,18 +204,33 @@ def _components(img, fmt: PixelFormat) -> np.ndarray:
         if arr.dtype.kind != "f":
             raise TypeError(f"img: {fmt.name} is fp16; pass float16 or float32, got {arr.dtype}")
         return to_fp16(arr, saturate=False).view(np.uint16)
-    # 10-bit: range-check, then pack the word (a vectorised pass)
+    # 10-bit: range check and word packing in one C++ pass
     if arr.dtype.kind not in "iu":
         raise TypeError(f"img: {fmt.name} takes integer components (0-1023, alpha 0-3), got {arr.dtype}")
-    colour, alpha = arr[..., :3], arr[..., 3]
-    if colour.size and (colour.min() < 0 or colour.max() > 1023):
-        raise ValueError(f"img: {fmt.name} colour components must be in 0-1023 (nvdla.md 4.3)")
-    if alpha.size and (alpha.min() < 0 or alpha.max() > 3):
-        raise ValueError(f"img: {fmt.name} alpha must be in 0-3 (nvdla.md 4.3)")
-    a = arr.astype(np.uint32)
-    word = (a[..., 0] << fmt.shifts[0]) | (a[..., 1] << fmt.shifts[1]) | (a[..., 2] << fmt.shifts[2]) | \
-        (a[..., 3] << fmt.shifts[3])
-    return word[:, :, None]
+    if arr.dtype != np.uint16:
+        if arr.size and (arr.min() < 0 or arr.max() > 1023):
+            raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (nvdla.md 4.3)")
+        arr = arr.astype(np.uint16)
+    arr = np.ascontiguousarray(arr)
+    words = np.empty(arr.shape[:2], dtype=np.uint32)
+    bad = _core.pack_10bit(arr.reshape(-1), words.reshape(-1), list(fmt.shifts))
+    if bad >= 0:
+        y, x = divmod(int(bad), arr.shape[1])
+        raise ValueError(f"img: {fmt.name} pixel ({y}, {x}) = {arr[y, x].tolist()}: colour components must be in "
+                         "0-1023 and alpha in 0-3 (nvdla.md 4.3)")
+    return words[:, :, None]
+
+
+def _reordered(comps: np.ndarray, order, fmt: PixelFormat) -> np.ndarray:
+    """The plane's components in memory order: the image itself when the order is c0..c3, a
+    strided view for one component (the Y plane), otherwise one gathered copy (measured faster
+    than a strided view with a reversed component axis)."""
+    order = list(order)
+    if fmt.kind == "10bit" or order == list(range(comps.shape[2])):
+        return comps
+    if len(order) == 1:
+        return comps[:, :, order[0]:order[0] + 1]
+    return comps[:, :, order]
 
 
 def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0) -> PixelPlanes:
@@ -255,7 +271,7 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0) -> Pi
     strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
     planes = []
     for p, order in enumerate(fmt.planes):
-        data = comps if fmt.kind == "10bit" else comps[:, :, list(order)]
+        data = _reordered(comps, order, fmt)
         bpp = fmt.bpp[p]
         layout = _plane_layout(h, w, data.shape[2], data.dtype, _pre(fmt, p, x_offset) // bpp, strides[p])
         buf = np.empty(h * strides[p], dtype=np.uint8)
@@ -288,9 +304,7 @@ def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: in
         layout = _plane_layout(h, w, m, elem, _pre(fmt, p, x_offset) // fmt.bpp[p], strides[p])
         vals = layout.unpack(np.ascontiguousarray(data).reshape(-1))
         if fmt.kind == "10bit":
-            word = vals[:, :, 0]
-            for c, sh in enumerate(fmt.shifts):
-                out[:, :, c] = (word >> np.uint32(sh)) & np.uint32(3 if c == 3 else 1023)
+            _core.unpack_10bit(vals.reshape(-1), out.reshape(-1), list(fmt.shifts))
         else:
             out[:, :, list(order)] = vals
     return out.view(np.float16) if fmt.kind == "fp16" else out

@@ -1,0 +1,14 @@
+// NVDLA 10-bit packed pixel formats (T_A2B10G10R10 and friends): one little-endian 32-bit word
+// per pixel with the components at given bit positions. Spec nvdla.md 4.3.
+#pragma once
+#include <cstdint>
+
+namespace npupack {
+
+// comps: `pixels` * 4 values (c0, c1, c2, alpha); shifts: bit position of each. Writes one word
+// per pixel. Returns the index of the first pixel with a colour > 1023 or alpha > 3 (nothing
+// written from there on), or -1.
+int64_t pack_10bit(const uint16_t* comps, int64_t pixels, const int* shifts, uint32_t* words);
+void unpack_10bit(const uint32_t* words, int64_t pixels, const int* shifts, uint16_t* comps);
+
+}  // namespace npupack
