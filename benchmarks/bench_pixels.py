@@ -13,7 +13,7 @@ FORMATS = ["T_A8B8G8R8", "T_R8", "T_Y8___U8V8_N444", "T_A2B10G10R10"]
 def _numpy_pack(img, fmt):
     planes = []
     h, w = img.shape[:2]
-    for p, order in enumerate(fmt.planes):
+    for order in fmt.planes:
         if fmt.kind == "10bit":
             a = img.astype(np.uint32)
             s = fmt.shifts
