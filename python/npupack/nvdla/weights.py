@@ -279,23 +279,29 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         meaningful_bytes=meaningful, config=config, groups=g)
 
 
-def _check_dc_options(stride, pixel_format, post_extension, compress, scale) -> None:
+def _check_common_options(stride, compress, scale) -> tuple:
+    """Options every weight kind validates the same way (nvdla.md 5.1); returns (sy, sx)."""
     try:
         sy, sx = (int(v) for v in stride)
     except (TypeError, ValueError):
         raise TypeError(f"stride: expected (stride_y, stride_x), got {stride!r}") from None
     if sy < 1 or sx < 1:
         raise LayoutError(f"stride: must be >= 1, got {stride!r}")
-    if pixel_format is not None:
-        raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
-    if post_extension not in ("auto", 1):
-        raise UnsupportedError(f"post_extension: {post_extension!r} is only possible for image-input weights; "
-                               "DC weights take 'auto' or 1 (nvdla.md 5.1)")
     if compress not in (False, None):
         raise UnsupportedError("compress: sparse weight compression is not implemented in this version")
     if scale != 1.0:
         raise ValueError(f"scale: {scale!r}; a scale other than 1.0 is only for int8/int16 Winograd weights "
                          "(nvdla.md 5.1)")
+    return sy, sx
+
+
+def _check_dc_options(stride, pixel_format, post_extension, compress, scale) -> None:
+    _check_common_options(stride, compress, scale)
+    if pixel_format is not None:
+        raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
+    if post_extension not in ("auto", 1):
+        raise UnsupportedError(f"post_extension: {post_extension!r} is only possible for image-input weights; "
+                               "DC weights take 'auto' or 1 (nvdla.md 5.1)")
 
 
 def unpack_weights(surfaces: WeightSurfaces, *, logical: bool = True) -> np.ndarray:
@@ -390,16 +396,7 @@ def _pack_image(w, *, precision, config, groups, stride, pixel_format, post_exte
     fmt = _format(pixel_format)
     if groups != 1:
         raise UnsupportedError("groups: image-input weights take groups=1 (nvdla.md 7.1)")
-    if compress not in (False, None):
-        raise UnsupportedError("compress: sparse weight compression is not implemented in this version")
-    if scale != 1.0:
-        raise ValueError(f"scale: {scale!r}; a scale other than 1.0 is only for int8/int16 Winograd weights")
-    try:
-        sy, sx = (int(v) for v in stride)
-    except (TypeError, ValueError):
-        raise TypeError(f"stride: expected (stride_y, stride_x), got {stride!r}") from None
-    if sy < 1 or sx < 1:
-        raise LayoutError(f"stride: must be >= 1, got {stride!r}")
+    _, sx = _check_common_options(stride, compress, scale)
     arr = np.asarray(w)
     k, c, r, s = _kcrs(arr.shape, "w")
     cdata = fmt.comps
