@@ -44,26 +44,24 @@ def fs_b_yx_fsv32(b, f, y, x, size, lo, hi):
     return (fp // 32) * fs_pitch + b * b_pitch + (y + lo[2]) * y_pitch + (x + lo[3]) * x_pitch + fp % 32
 
 
-def os_is_zyx_isv_osv(o, i, z, y, x, size, isv, osv):
-    """get_os_is_zyx_isv_osv_index: [o/osv][i/isv][z][y][x][i%isv][o%osv]."""
+def _os_is_block_offset(o, i, z, y, x, size, isv, osv):
+    """Pitches shared by the [o/osv][i/isv][z][y][x][block] functions: offset of the block."""
     O, I, Z, Y, X = size
     x_pitch = isv * osv
     y_pitch, z_pitch = x_pitch * X, x_pitch * X * Y
     is_pitch = z_pitch * Z
     os_pitch = is_pitch * cdiv(I, isv)
-    return ((o // osv) * os_pitch + (i // isv) * is_pitch + z * z_pitch + y * y_pitch + x * x_pitch +
-            (i % isv) * osv + o % osv)
+    return (o // osv) * os_pitch + (i // isv) * is_pitch + z * z_pitch + y * y_pitch + x * x_pitch
+
+
+def os_is_zyx_isv_osv(o, i, z, y, x, size, isv, osv):
+    """get_os_is_zyx_isv_osv_index: [o/osv][i/isv][z][y][x][i%isv][o%osv]."""
+    return _os_is_block_offset(o, i, z, y, x, size, isv, osv) + (i % isv) * osv + o % osv
 
 
 def os_is_zyx_osv_isv(o, i, z, y, x, size, osv, isv):
     """get_os_is_zyx_osv_isv_index: [o/osv][i/isv][z][y][x][o%osv][i%isv]."""
-    O, I, Z, Y, X = size
-    x_pitch = isv * osv
-    y_pitch, z_pitch = x_pitch * X, x_pitch * X * Y
-    is_pitch = z_pitch * Z
-    os_pitch = is_pitch * cdiv(I, isv)
-    return ((o // osv) * os_pitch + (i // isv) * is_pitch + z * z_pitch + y * y_pitch + x * x_pitch +
-            (o % osv) * isv + i % isv)
+    return _os_is_block_offset(o, i, z, y, x, size, isv, osv) + (o % osv) * isv + i % isv
 
 
 def g_os_is_zyx_isa_osv_isv(g, o, i, z, y, x, size, isa, osv, isv):
