@@ -39,9 +39,11 @@ def bench_pack_pixels(measure, name, size, impl):
         img = np.concatenate([rng.integers(0, 1024, (h, w, 3)), rng.integers(0, 4, (h, w, 1))], 2).astype(np.uint16)
     else:
         img = rng.integers(0, 256, (h, w, fmt.comps)).astype(np.uint8)
-    nbytes = sum(p.size for p in pack_pixels(img, name).planes)
+    ref_planes = pack_pixels(img, name).planes
+    nbytes = sum(p.size for p in ref_planes)
     if impl == "npupack":
-        fn = lambda: pack_pixels(img, name)  # noqa: E731
+        outs = tuple(np.empty_like(p) for p in ref_planes)
+        fn = lambda: pack_pixels(img, name, out=outs)  # noqa: E731
     elif impl == "numpy":
         fn = lambda: _numpy_pack(img, fmt)  # noqa: E731
     else:

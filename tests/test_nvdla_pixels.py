@@ -139,3 +139,18 @@ def test_benchmark_numpy_baseline_matches():
         img = sample(fmt, rng, 3, 37)
         for got, exp in zip(pack_pixels(img, name).planes, _numpy_pack(img, fmt)):
             assert np.array_equal(got, exp), name
+
+
+@pytest.mark.parametrize("name", ["T_A8B8G8R8", "T_Y8___U8V8_N444", "T_Y16___V16U16_N444"])
+def test_out_buffers(name):
+    fmt = PIXEL_FORMATS[name]
+    img = sample(fmt, np.random.default_rng(4), 3, 9)
+    expected = pack_pixels(img, name, x_offset=1)
+    outs = tuple(np.full(p.size + 7, 0xAB, np.uint8) for p in expected.planes)
+    got = pack_pixels(img, name, x_offset=1, out=outs if len(outs) > 1 else outs[0])
+    for g, e, o in zip(got.planes, expected.planes, outs):
+        assert np.shares_memory(g, o) and np.array_equal(g, e) and np.all(o[e.size:] == 0xAB)
+    with pytest.raises(LayoutError, match="planes"):
+        pack_pixels(img, name, out=outs + (outs[0],))
+    with pytest.raises(LayoutError, match="needed"):
+        pack_pixels(img, name, out=tuple(o[:5] for o in outs))

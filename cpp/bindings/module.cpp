@@ -227,6 +227,28 @@ PYBIND11_MODULE(_core, m) {
         npupack::unpack_10bit(src, n, shifts.data(), dst);
       },
       "Inverse of pack_10bit");
+  m.def(
+      "split_yuv444",
+      [](const py::array& yuv, py::array y, int64_t y_stride, int64_t y_pre, py::array uv, int64_t uv_stride,
+         int64_t uv_pre, bool v_first) {
+        // Sizes checked here, before anything is written.
+        if (yuv.ndim() != 3 || yuv.shape(2) != 3 || !(yuv.flags() & py::array::c_style) ||
+            (yuv.itemsize() != 1 && yuv.itemsize() != 2) || !(y.flags() & py::array::c_style) ||
+            !(uv.flags() & py::array::c_style)) {
+          throw LayoutError("split_yuv444: need a C-contiguous (H, W, 3) image of 1- or 2-byte components");
+        }
+        const int64_t h = yuv.shape(0), w = yuv.shape(1), eb = yuv.itemsize();
+        if (y_pre + w * eb > y_stride || uv_pre + 2 * w * eb > uv_stride || y.nbytes() < h * y_stride ||
+            uv.nbytes() < h * uv_stride) {
+          throw LayoutError("split_yuv444: plane buffers or line strides too small for the image");
+        }
+        const char* src = static_cast<const char*>(yuv.data());
+        char* yd = writable_bytes(y, "y");
+        char* ud = writable_bytes(uv, "uv");
+        py::gil_scoped_release release;
+        npupack::split_yuv444(src, h, w, w * 3 * eb, eb, v_first, yd, y_stride, y_pre, ud, uv_stride, uv_pre);
+      },
+      "Split a YUV444 image into the Y and UV planes of a semi-planar format (nvdla.md 4.2, 4.4)");
   m.def("quantize_int8",
         [](const py::array_t<float, 0>& w, py::array_t<int8_t, 0>& q, py::array_t<float, 0>& s) {
           quantize<int8_t>(w, q, s, npupack::quantize_int8);

@@ -17,7 +17,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim
+from npupack.layout import BlockedLayout, Dim, check_out
 from npupack.nvdla.config import PRECISIONS
 from npupack.nvdla.convert import to_fp16
 
@@ -233,7 +233,7 @@ def _reordered(comps: np.ndarray, order, fmt: PixelFormat) -> np.ndarray:
     return comps[:, :, order]
 
 
-def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0) -> PixelPlanes:
+def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=None) -> PixelPlanes:
     """Lay an image out in an NVDLA pixel format (nvdla.md 4; seed "Pixel Format").
 
     Parameters
@@ -249,6 +249,9 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0) -> Pi
         Per plane; default ``roundup(pre + W * bpp, 32)``.
     x_offset : int
         Redundant pixels before the first one (0 .. 32 // bpp - 1).
+    out : tuple of numpy.ndarray of uint8, optional
+        One writable C-contiguous buffer per plane, each at least ``H * line_stride`` bytes; the
+        planes are written (padding included) to their first ``H * line_stride`` bytes.
 
     Returns
     -------
@@ -269,12 +272,27 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0) -> Pi
     comps = _components(img, fmt)
     h, w = comps.shape[:2]
     strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
+    if out is not None:
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(out) != len(fmt.planes):
+            raise LayoutError(f"out: {fmt.name} has {len(fmt.planes)} planes, got {len(out)} buffers")
+        bufs = [check_out(o, h * ls)[:h * ls] for o, ls in zip(out, strides)]
+    else:
+        bufs = [None] * len(fmt.planes)
+    if len(fmt.planes) == 2:
+        # Semi-planar: one C++ pass splits the triples straight into both planes.
+        bufs = [b if b is not None else np.empty(h * ls, np.uint8) for b, ls in zip(bufs, strides)]
+        for b in bufs:
+            b.fill(0)
+        _core.split_yuv444(np.ascontiguousarray(comps), bufs[0], strides[0], _pre(fmt, 0, x_offset), bufs[1],
+                           strides[1], _pre(fmt, 1, x_offset), fmt.planes[1][0] == B)
+        return PixelPlanes(tuple(bufs), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
     planes = []
     for p, order in enumerate(fmt.planes):
         data = _reordered(comps, order, fmt)
         bpp = fmt.bpp[p]
         layout = _plane_layout(h, w, data.shape[2], data.dtype, _pre(fmt, p, x_offset) // bpp, strides[p])
-        buf = np.empty(h * strides[p], dtype=np.uint8)
+        buf = bufs[p] if bufs[p] is not None else np.empty(h * strides[p], dtype=np.uint8)
         layout.pack(data, out=buf)
         buf[layout.nbytes:] = 0
         planes.append(buf)
