@@ -178,8 +178,8 @@ class Layout:
         return cls(logical, tuple(c.upper() for c in outer_abc), tuple(tiles), (), tag)
 
     def to_onednn(self) -> Optional[str]:
-        """The ``abc`` string tag of this layout, or None when a tag cannot express it (explicit
-        divisors, alignment, more than 12 dims)."""
+        """The ``abc`` string tag of this layout (spec/openvino.md 8.2), or None when a tag cannot
+        express it (explicit divisors, alignment, more than 12 dims). Never raises."""
         if any(t.divisor is not None for t in self.tiles) or self.align or len(self.logical) > _MAX_DIMS:
             return None
         letter = {d: chr(ord("a") + i) for i, d in enumerate(self.logical)}
@@ -301,7 +301,8 @@ class Layout:
 
     def packed_shape(self, shape, *, pad_lo=None, pad_hi=None) -> tuple:
         """The extents of the nesting (outer counts, then tile sizes), elements: the shape of the
-        packed buffer viewed as a dense array (spec/openvino.md 3.2)."""
+        packed buffer viewed as a dense array (spec/openvino.md 3.2). ``shape`` is in logical
+        order. Raises LayoutError for a rank mismatch, dims < 1 or negative padding."""
         shape, lo, hi = self._padding(shape, pad_lo, pad_hi)
         total = self._tile_products()
         align = dict(self.align)
@@ -313,11 +314,13 @@ class Layout:
         return tuple(q[d] for d in self.outer) + tuple(t.size for t in self.tiles)
 
     def nbytes(self, shape, dtype, *, pad_lo=None, pad_hi=None) -> int:
-        """Size of the packed buffer in bytes: product of ``packed_shape`` times the itemsize."""
+        """Size of the packed buffer in bytes: product of ``packed_shape`` times the itemsize of
+        ``dtype``. Raises as :meth:`bind` (LayoutError, including 64-bit overflow)."""
         return self.bind(shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi).nbytes
 
     def offset_of(self, shape, index, *, pad_lo=None, pad_hi=None) -> int:
-        """Offset in **elements** of logical ``index`` in the packed buffer."""
+        """Offset in **elements** of logical ``index`` (one int per logical dim) in the packed
+        buffer of a ``shape`` tensor. Raises LayoutError for an index out of range or a bad shape."""
         return self.bind(shape, np.uint8, pad_lo=pad_lo, pad_hi=pad_hi).offset_of(index)
 
 

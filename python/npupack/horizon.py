@@ -172,7 +172,9 @@ def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "inpu
 
 
 def strides(shape, dtype) -> tuple:
-    """Row-major byte strides of ``shape`` (horizon.md 3): the strides of an alignedShape."""
+    """Row-major byte strides of ``shape`` (elements, any rank) for ``dtype`` (NumPy dtype or
+    hbDNNDataType name): the strides of an alignedShape (horizon.md 3). Returns a tuple of ints,
+    bytes. Raises UnsupportedError for 4-bit types, ValueError for unknown type names."""
     es = _elem_size(dtype)
     out, acc = [], es
     for v in reversed([int(v) for v in shape]):
@@ -229,7 +231,9 @@ def _byte_strides(valid_shape, es, stride, aligned):
 
 def nbytes(valid_shape, dtype, *, stride=None, aligned_shape=None, aligned_byte_size=None) -> int:
     """Bytes of the aligned buffer: ``aligned_byte_size`` when given (the model's figure), else
-    ``max_d stride[d] * validShape[d]`` (horizon.md 3)."""
+    ``max_d stride[d] * validShape[d]`` (horizon.md 3). ``stride`` in bytes, ``aligned_shape`` in
+    elements, one of them required. Raises LayoutError for bad/overlapping strides or an
+    ``aligned_byte_size`` smaller than the strides address, ValueError when neither is given."""
     es = _elem_size(dtype)
     valid, st = _byte_strides(valid_shape, es, stride, aligned_shape)
     n = max(s * v for s, v in zip(st, valid)) if valid else es
@@ -316,8 +320,9 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
 
 
 def unpack_nv12(buf, height: int, width: int, *, w_align=None, rule="x3", uv_buf=None):
-    """Inverse of :func:`pack_nv12`: returns ``(y, uv)``. Give the UV plane as ``uv_buf`` for
-    NV12_SEPARATE buffers."""
+    """Inverse of :func:`pack_nv12`: returns ``(y, uv)``, uint8 ``(H, W)`` and ``(H/2, W/2, 2)``
+    (horizon.md 5). Give the UV plane as ``uv_buf`` for NV12_SEPARATE buffers. Raises LayoutError
+    for odd sizes or buffers shorter than their planes."""
     if height % 2 or width % 2:
         raise LayoutError(f"height/width: NV12 needs even sizes, got {height}x{width}")
     ws = _row_stride(width, w_align, rule)
@@ -355,7 +360,9 @@ def _along(values, ndim, axis, name, dtype=np.float64):
 def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None, properties=None):
     """int -> float32 (horizon.md 7): SHIFT ``q / 2**shift[k]``, SCALE ``(q - zp[k]) * scale[k]``
     (subtraction in integers), NONE: float32(q). ``k`` runs along ``axis`` when the parameters
-    have more than one value. Parameters may come from ``properties`` (TensorProperties)."""
+    have more than one value. Parameters may come from ``properties`` (TensorProperties).
+    Returns float32 of ``q``'s shape. Raises ValueError for an unknown quanti_type or per-axis
+    parameters without a valid axis."""
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     arr = np.asarray(q)
     qt = str(qt or "NONE").upper()
@@ -375,7 +382,9 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
              rounding="nearest_even", properties=None):
     """float -> int of ``dtype`` (horizon.md 7): SHIFT ``sat(round(x * 2**shift[k]))``, SCALE
     ``sat(round(x / scale[k] + zp[k]))``; computed in float64, rounded half to even (or
-    "nearest_away"), always saturated to the type's range."""
+    "nearest_away"), always saturated to the type's range. Returns ``dtype`` of ``x``'s shape.
+    Raises ValueError for a missing dtype, bad rounding or quanti_type; TypeError for a
+    non-integer dtype."""
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     if dtype is None and properties is not None:
         dtype = properties.tensor_type

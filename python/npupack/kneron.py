@@ -250,7 +250,8 @@ def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
 
 
 def nbytes(layout, shape, *, chip: str, stride_npu=None) -> int:
-    """Bytes of the NPU buffer (kneron.md 6.1, 6.2, 7.5)."""
+    """Bytes of the NPU buffer (kneron.md 6.1, 6.2, 7.5) for ``shape`` ((C, H, W) / (1, C, H, W)
+    on v1 chips, the ONNX shape on v2 chips). Raises as :func:`pack`."""
     return _plan(layout, shape, chip, stride_npu)[4]
 
 
@@ -407,7 +408,9 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
 
 def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
     """Output dequantisation (kneron.md 5): ``float32(q) / (float32(scale) * float32(2**radix))``,
-    bit for bit as the vendor decoder; per tensor or per index of ``axis``. Returns float32."""
+    bit for bit as the vendor decoder; per tensor or per index of ``axis``. Returns float32 of
+    ``q``'s shape. Raises TypeError for non-numeric ``q``, ValueError for per-axis parameters
+    without ``axis`` or of the wrong length."""
     arr = np.asarray(q)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"q: expected numbers, got {arr.dtype}")
@@ -420,7 +423,9 @@ def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
 
 def predict_stride_npu(shape, layout) -> tuple:
     """The ``stride_npu`` a KL730 NEF would *likely* hold for a ``[1, C, H, W]`` tensor
-    (kneron.md 7.9). Non-authoritative: the NEF's strides win; never used implicitly."""
+    (kneron.md 7.9), in scalars per axis. Non-authoritative: the NEF's strides win; never used
+    implicitly. Raises ValueError for an unknown layout, LayoutError for a non-4-D shape of a
+    blocked layout."""
     lay = DataLayout.named(layout)
     shape = tuple(int(v) for v in shape)
     if len(shape) != 4:

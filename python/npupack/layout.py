@@ -141,7 +141,9 @@ class BlockedLayout:
 
     def unpack(self, buf: np.ndarray, *, out: np.ndarray | None = None, reference: bool = False) -> np.ndarray:
         """Read the logical tensor (shape ``self.shape``, dtype ``self.dtype``) back from the
-        packed ``buf`` (uint8, at least ``nbytes`` bytes). Bytes holding no element are ignored."""
+        packed ``buf`` (uint8, at least ``nbytes`` bytes). Bytes holding no element are ignored.
+        Raises TypeError for a non-uint8 ``buf``, LayoutError for a short ``buf`` or an ``out`` of
+        the wrong shape/itemsize."""
         buf = as_byte_buffer(buf, "buf")
         if out is None:
             out = np.empty(self.shape, dtype=self.dtype)

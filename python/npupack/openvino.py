@@ -163,8 +163,9 @@ layout = parse_format
 
 
 def to_onednn(name: str) -> Optional[str]:
-    """The equivalent oneDNN string tag of a format (``"aBcd16b"``), or None (swizzled, merged
-    dims, ``__ai32``)."""
+    """The equivalent oneDNN string tag of a format (``"aBcd16b"``; spec/openvino.md 8.3), or
+    None (swizzled, merged dims, ``__ai32``). Raises as :func:`parse_format` for unknown or
+    left-out names."""
     entry = _table().get(name)
     if entry is not None:
         return entry[1].onednn
@@ -223,19 +224,22 @@ def _pads(padding, pad_lo, pad_hi):
 
 
 def nbytes(name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=None) -> int:
-    """Bytes of the packed buffer of a ``shape`` (logical order) tensor of ``dtype``."""
+    """Bytes of the packed buffer of a ``shape`` (logical order, elements) tensor of ``dtype``
+    (spec/openvino.md 3.2). Raises as :func:`pack`."""
     lay, shape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
     return lay.nbytes(shape, _check_dtype(dtype, "dtype"), pad_lo=lo, pad_hi=hi)
 
 
 def packed_shape(name: str, shape, *, pad_lo=None, pad_hi=None, padding=None) -> tuple:
-    """The extents of the physical nesting, elements (spec/openvino.md 3.2)."""
+    """The extents of the physical nesting, elements (spec/openvino.md 3.2). Raises as
+    :func:`pack`."""
     lay, shape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
     return lay.packed_shape(shape, pad_lo=lo, pad_hi=hi)
 
 
 def offset_of(name: str, shape, index, *, pad_lo=None, pad_hi=None, padding=None) -> int:
-    """Offset in **elements** of logical ``index`` (same rank as ``shape``)."""
+    """Offset in **elements** of logical ``index`` (same rank as ``shape``; spec/openvino.md 3.2).
+    Raises LayoutError for a mismatched or out-of-range index, otherwise as :func:`pack`."""
     lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
     index = tuple(int(i) for i in index)
     if len(index) != len(shape):

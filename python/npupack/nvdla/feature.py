@@ -121,8 +121,9 @@ def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_str
 
 def feature_layout(shape, precision: str, config: Config = NV_FULL, *, line_stride=None, surface_stride=None,
                    batch_stride=None) -> BlockedLayout:
-    """The engine descriptor of a feature cube (logical dims N, C, H, W). Arguments and errors
-    as :func:`feature_strides`. Descriptors are immutable and cached."""
+    """The engine descriptor of a feature cube (logical dims N, C, H, W; nvdla.md 3.1).
+    Arguments, units and errors (LayoutError for stride rules, shapes and overflow) as
+    :func:`feature_strides`. Descriptors are immutable and cached."""
     st = feature_strides(shape, precision, config, line_stride=line_stride, surface_stride=surface_stride,
                          batch_stride=batch_stride)
     return _feature_layout(_nchw(shape), precision, config, st)

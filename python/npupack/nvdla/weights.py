@@ -127,7 +127,8 @@ def dc_layout(packed_shape, precision: str, config: Config = NV_FULL) -> Blocked
     """The engine descriptor of DC weights ``(K, C, R, S)`` (dense, i.e. after grouped
     densification): ragged K tiles of ``kpg`` and C tiles of ``cb``, nest ``K/kpg, C/cb, R, S,
     kpg, cb`` (nvdla.md 6.1). Its ``nbytes`` is the meaningful byte count (no tail).
-    Descriptors are immutable and cached: compilers call this per layer."""
+    Descriptors are immutable and cached: compilers call this per layer. Raises LayoutError for
+    a shape that is not 4 dims >= 1, ValueError for an unknown precision."""
     return _dc_layout(_kcrs(packed_shape, "shape"), precision, config)
 
 
