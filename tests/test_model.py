@@ -14,13 +14,31 @@ from npupack.model import load_onnx
 from npupack.nvdla import NV_FULL, Config, WeightSurfaces, pack_weights, quantize_weights, to_fp16, unpack_weights
 
 
-def surfaces_from_manifest(entry, data, layer_shape, group):
-    """Rebuild WeightSurfaces from a manifest entry (what a consumer of the output would do)."""
+def _read(out_dir, part):
+    return None if part is None else np.fromfile(out_dir / part["file"], dtype=np.uint8)
+
+
+def surfaces_from_manifest(entry, data, layer_shape, group, out_dir=None):
+    """Rebuild WeightSurfaces from a manifest entry (what a consumer of the output would do);
+    ``entry`` is a layer or, for deconvolution, one of its sets merged into the layer entry."""
+    compressed = entry.get("encoding") == "compressed"
     return WeightSurfaces(weight=data, kind=entry["kind"], precision=entry["precision"], shape=tuple(layer_shape),
                           packed_shape=tuple(entry["packed_shape"]), kernel_groups=entry["kernel_groups"],
                           bytes_per_kernel=entry["bytes_per_kernel"], meaningful_bytes=entry["meaningful_bytes"],
                           config=Config.named("nv_full"), groups=group, post_extension=entry["post_extension"],
-                          pixel_format=entry["pixel_format"])
+                          pixel_format=entry["pixel_format"], phase=tuple(entry["phase"]) if "phase" in entry else None,
+                          stride=tuple(entry["strides"]),
+                          wmb=_read(out_dir, entry["wmb"]) if compressed else None,
+                          wgs=_read(out_dir, entry["wgs"]) if compressed else None)
+
+
+def layer_surfaces(entry, out_dir, layer_shape, group):
+    """All surfaces of a packed layer entry, read from ``out_dir`` (a tuple for deconvolution)."""
+    if "sets" in entry:
+        return tuple(surfaces_from_manifest({**entry, **s}, np.fromfile(out_dir / s["file"], dtype=np.uint8),
+                                            layer_shape, group, out_dir) for s in entry["sets"])
+    return surfaces_from_manifest(entry, np.fromfile(out_dir / entry["file"], dtype=np.uint8), layer_shape, group,
+                                  out_dir)
 
 
 def make_model(path, *, as_constant: bool, rng):
@@ -71,28 +89,46 @@ def test_load_onnx_errors(tmp_path):
 
 def test_pack_job_and_rerun(tmp_path, rng):
     path = tmp_path / "m.onnx"
-    w1, _, w2, _ = make_model(path, as_constant=True, rng=rng)
+    w1, _, w2, wt = make_model(path, as_constant=True, rng=rng)
     out = tmp_path / "out"
     m = pack_model(path, out, config=NV_FULL, precision="int8", progress=False)
-    assert m["summary"]["packed"] == 2 and m["summary"]["unsupported"] == 1 and m["summary"]["error"] == 0
+    assert m["summary"]["packed"] == 3 and m["summary"]["unsupported"] == 0 and m["summary"]["error"] == 0
     stem, dw, up = m["layers"]
-    assert up["status"] == "unsupported" and "ConvTranspose" in up["reason"]
     q, scales = quantize_weights(w1, mode="per_filter")
     assert stem["scales"] == [float(s) for s in scales] and stem["logical_shape"] == [4, 3, 3, 3]
     data = (out / stem["file"]).read_bytes()
     # the stem reads the model input with 3 channels: image-input weights for T_A8B8G8R8
     assert stem["kind"] == "image" and stem["pixel_format"] == "T_A8B8G8R8" and stem["packed_shape"] == [4, 12, 3, 1]
     assert len(data) == stem["size"] == 256 and hashlib.sha256(data).hexdigest() == stem["sha256"]
+    assert stem["encoding"] == "uncompressed" and "wmb" not in stem
     ws = surfaces_from_manifest(stem, np.frombuffer(data, np.uint8), (4, 3, 3, 3), 1)
     assert np.array_equal(unpack_weights(ws), q)
     no_image = pack_model(path, tmp_path / "dc", config=NV_FULL, precision="int8", pixel_format=None, progress=False)
     assert no_image["layers"][0]["kind"] == "dc" and no_image["layers"][0]["size"] == 128
     assert dw["packed_shape"] == [4, 4, 3, 3] and dw["group"] == 4
+    # ConvTranspose (C_in=4, K_out=2, 2x2, stride 2): four sets, quantised per output channel
+    qt, st = quantize_weights(wt, mode="per_filter", kernel_axis=1)
+    assert up["kind"] == "deconv" and len(up["scales"]) == 2 and np.allclose(up["scales"], st)
+    assert [s["phase"] for s in up["sets"]] == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    assert up["packed_shape"] == [2, 4, 1, 1] and "file" not in up
+    assert np.array_equal(unpack_weights(layer_surfaces(up, out, wt.shape, 1)), qt)
     assert json.loads((out / "manifest.json").read_text()) == m
     # Re-running into the same directory is safe and gives the same bytes; no temporary files remain.
     m2 = pack_model(path, out, config=NV_FULL, precision="int8", progress=False)
     assert [layer.get("sha256") for layer in m2["layers"]] == [layer.get("sha256") for layer in m["layers"]]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_pack_job_unsupported_deconvolution(tmp_path, rng):
+    wt = rng.standard_normal((4, 1, 2, 2)).astype(np.float32)
+    nodes = [helper.make_node("ConvTranspose", ["x", "wt"], ["y"], name="up", strides=[2, 2], group=4)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(wt, "wt")])
+    path = tmp_path / "g.onnx"
+    onnx.save(helper.make_model(graph), path)
+    m = pack_model(path, tmp_path / "o", config=NV_FULL, progress=False)
+    assert m["layers"][0]["status"] == "unsupported" and "grouped deconvolution" in m["layers"][0]["reason"]
 
 
 def test_failed_layer_leaves_no_file(tmp_path):
@@ -124,36 +160,85 @@ def test_cli_errors(tmp_path, capsys):
 # ---------------------------------------------------------------- the real model
 
 
-@pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
-def test_real_model_every_layer_round_trips(ppocr_det_path, precision, tmp_path):
+@pytest.mark.parametrize("precision, winograd, compress", [("int8", "off", "off"), ("int16", "auto", "auto"),
+                                                          ("fp16", "auto", "on")])
+def test_real_model_every_layer_round_trips(ppocr_det_path, precision, winograd, compress, tmp_path):
     layers = load_onnx(ppocr_det_path)
     assert sum(layer.op_type == "Conv" for layer in layers) == 62
-    m = pack_model(ppocr_det_path, tmp_path, config=NV_FULL, precision=precision, progress=False)
-    assert m["summary"]["packed"] == 62 and m["summary"]["error"] == 0
-    assert {layer["name"] for layer in m["layers"] if layer["status"] == "unsupported"} == \
-        {layer.name for layer in layers if layer.op_type == "ConvTranspose"}
+    m = pack_model(ppocr_det_path, tmp_path, config=NV_FULL, precision=precision, winograd=winograd,
+                   compress=compress, progress=False)
+    assert m["summary"]["packed"] == 64 and m["summary"]["error"] == 0 and m["summary"]["unsupported"] == 0
+    kinds = [entry["kind"] for entry in m["layers"]]
+    assert kinds.count("deconv") == 2 and kinds.count("image") == 1
+    assert kinds.count("winograd") == (5 if winograd == "auto" else 0)  # the five 24x96x3x3 stride-1 layers
     by_name = {layer.name: layer for layer in layers}
+    encodings = set()
     for entry in m["layers"]:
-        if entry["status"] != "packed":
-            continue
         layer = by_name[entry["name"]]
-        data = np.fromfile(tmp_path / entry["file"], dtype=np.uint8)
-        assert data.size == entry["size"] and data.size % 128 == 0
+        axis = 1 if layer.op_type == "ConvTranspose" else 0
         if precision == "fp16":
             logical = to_fp16(layer.weights)
         else:
-            logical, scales = quantize_weights(layer.weights, precision=precision, mode="per_filter")
+            logical, scales = quantize_weights(layer.weights, precision=precision, mode="per_filter",
+                                               kernel_axis=axis)
             assert np.allclose(entry["scales"], scales)
-        ws = surfaces_from_manifest(entry, data, layer.weights.shape, layer.group)
+        for part in entry.get("sets", [entry]):
+            data = np.fromfile(tmp_path / part["file"], dtype=np.uint8)
+            assert data.size == part["size"] and data.size % 128 == 0
+            assert hashlib.sha256(data).hexdigest() == part["sha256"]
+            encodings.add(part["encoding"])
+        ws = layer_surfaces(entry, tmp_path, layer.weights.shape, layer.group)
+        if entry["kind"] == "winograd":
+            # fp16: the float32 weights enter the transform unrounded (nvdla.md 9.5)
+            kw = {"scale": entry["winograd_scale"]} if precision == "int16" else {}
+            want = pack_weights(layer.weights if precision == "fp16" else logical, kind="winograd", **kw)
+            assert np.array_equal(unpack_weights(ws, logical=False), unpack_weights(want, logical=False))
+            continue
         assert np.array_equal(unpack_weights(ws).view(np.uint8), logical.view(np.uint8)), entry["name"]
-        assert not data[entry["meaningful_bytes"]:].any()
+        if entry.get("encoding") == "uncompressed":
+            data = np.fromfile(tmp_path / entry["file"], dtype=np.uint8)
+            assert not data[entry["meaningful_bytes"]:].any()
+    assert encodings == ({"uncompressed"} if compress == "off" else
+                         {"compressed"} if compress == "on" else {"compressed", "uncompressed"})
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp16"])
+def test_real_model_pruned_compression(ppocr_det_path, precision, record_property):
+    """Every layer of the real model at 0 %, 50 % and 90 % magnitude sparsity: compressed and
+    uncompressed surfaces round-trip; the compressed sizes are reported (and must shrink as
+    sparsity grows)."""
+    from npupack.nvdla import analyze_sparsity, prune
+
+    layers = [layer for layer in load_onnx(ppocr_det_path) if layer.op_type == "Conv" and layer.group == 1]
+    totals = {}
+    for sparsity in (0.0, 0.5, 0.9):
+        plain = compressed = 0
+        for layer in layers:
+            w = prune(layer.weights, sparsity, precision=precision)
+            q = to_fp16(w) if precision == "fp16" else quantize_weights(w, mode="per_filter")[0]
+            ws = pack_weights(q, compress=True)
+            assert np.array_equal(unpack_weights(ws).view(np.uint8), q.view(np.uint8))
+            report = analyze_sparsity(pack_weights(q))
+            assert report.compressed_bytes == ws.total_bytes
+            plain += report.uncompressed_bytes
+            compressed += ws.total_bytes
+        totals[sparsity] = (plain, compressed)
+        record_property(f"{precision}_sparsity_{sparsity}", f"{plain} -> {compressed} bytes")
+    assert totals[0.0][1] > totals[0.0][0] > totals[0.5][1] > totals[0.9][1]
 
 
 def test_cli_main_job_on_real_model(ppocr_det_path, tmp_path, capsys):
     assert main(["pack", str(ppocr_det_path), "--target", "nv_full", "--precision", "int8", "-o", str(tmp_path),
                  "--no-progress"]) == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]
-    assert "64 conv layers" in line and "62 packed" in line and "2 unsupported" in line
+    assert "64 conv layers" in line and "64 packed" in line and "0 unsupported" in line
+    assert main(["pack", str(ppocr_det_path), "--precision", "fp16", "--winograd", "auto", "--compress", "auto",
+                 "-o", str(tmp_path / "wg"), "--no-progress"]) == 0
+    manifest = json.loads((tmp_path / "wg" / "manifest.json").read_text())
+    assert manifest["winograd"] == "auto" and manifest["compress"] == "auto"
+    assert main(["pack", str(ppocr_det_path), "--target", "nv_small", "--compress", "on", "-o", str(tmp_path / "x"),
+                 "--no-progress"]) == 2
+    assert "compression" in capsys.readouterr().err
     assert main(["inspect", str(ppocr_det_path)]) == 0
     assert "64 convolution layers" in capsys.readouterr().out
 

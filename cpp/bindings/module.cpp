@@ -134,9 +134,12 @@ R scan_fp16(const py::array_t<uint16_t, 0>& bits, R (*scan)(const uint16_t*, int
 
 }  // namespace
 
+void bind_weights(py::module_& m);  // bindings/weights.cpp
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "npupack C++ core: blocked-layout engine and element conversion";
   py::register_exception<LayoutError>(m, "LayoutError", PyExc_ValueError);
+  bind_weights(m);
 
   py::class_<BlockedLayout>(m, "BlockedLayout")
       .def(py::init(&make_layout), py::arg("dims"), py::arg("order"), py::arg("elem_bytes"),

@@ -19,7 +19,8 @@ def _cmd_pack(args) -> int:
     model = resolve_model(args.model)
     pixel_format = None if args.no_image else args.pixel_format
     manifest = pack_model(model, args.output, config=config, precision=args.precision, quantize=args.quantize,
-                          pixel_format=pixel_format, progress=not args.no_progress)
+                          pixel_format=pixel_format, winograd=args.winograd, compress=args.compress,
+                          progress=not args.no_progress)
     s = manifest["summary"]
     print(f"npupack: {s['layers']} conv layers of {model.name}: {s['packed']} packed, {s['unsupported']} "
           f"unsupported, {s['error']} failed; {s['bytes_in']} bytes in, {s['bytes_out']} bytes out; "
@@ -88,7 +89,8 @@ def _cmd_formats(args) -> int:
           ", ".join(m.vendor_name for m in kneron.DataLayout if m.value))
     print("Horizon (npupack.horizon, explain as horizon:NHWC|NCHW): aligned tensors by the X3/X5 rule or the "
           "model's stride, NV12/Y planes")
-    print("NVDLA: feature data (pack_feature), direct-convolution weights incl. grouped (pack_weights kind='dc')")
+    print("NVDLA: feature data (pack_feature); weights (pack_weights) of kind 'dc' (incl. grouped), 'image' "
+          "(all pixel formats, pre-/post-extension), 'winograd', 'deconv'; WMB/WGS compression (compress=)")
     print("Generic: any layout text (NCHW16c, OIHW8i16o2i) or oneDNN tag (nChw16c, ABcd8b16a2b) via npupack.pack")
     return 0
 
@@ -100,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"npupack {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    pk = sub.add_parser("pack", help="pack every Conv layer of an ONNX model as NVDLA DC weights")
+    pk = sub.add_parser("pack", help="pack every Conv / ConvTranspose layer of an ONNX model as NVDLA weights")
     pk.add_argument("model", help=f"an .onnx file, or a known model name ({', '.join(sorted(MODELS))})")
     pk.add_argument("--target", default="nv_full", help="NVDLA configuration (default nv_full)")
     pk.add_argument("--precision", default="int8", choices=["int8", "int16", "fp16"])
@@ -110,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="pixel format of the model input for image-input first layers (default: T_A8B8G8R8 for "
                          "int8, T_A16B16G16R16 for int16, T_A16B16G16R16_F for fp16)")
     pk.add_argument("--no-image", action="store_true", help="pack first layers as direct convolution too")
+    pk.add_argument("--winograd", default="off", choices=["off", "auto"],
+                    help="auto: fp16/int16 layers whose kernel becomes 3x3 (3x3 stride 1, 5x5 stride 2, ...) "
+                         "as Winograd weights (default off)")
+    pk.add_argument("--compress", default="off", choices=["off", "on", "auto"],
+                    help="sparse weight compression (WMB/WGS); auto: only where it is smaller (default off)")
     pk.add_argument("-o", "--output", required=True, help="output directory")
     pk.add_argument("--no-progress", action="store_true", help="no progress bar")
     pk.set_defaults(func=_cmd_pack)

@@ -1,5 +1,6 @@
-"""The main job: pack every convolution layer of an ONNX model into NVDLA weight surfaces and
-write one file per surface plus ``manifest.json``.
+"""The main job: pack every convolution layer of an ONNX model into NVDLA weight surfaces (DC,
+image input, Winograd, deconvolution sets; optionally compressed) and write one file per surface
+plus ``manifest.json``.
 
 Writes are atomic (temporary file + rename), so re-running into the same directory is safe and an
 interrupted or failed layer never leaves a half-written file; the manifest is written last.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import time
 from dataclasses import asdict
@@ -38,36 +40,109 @@ def _is_image_layer(layer, pixel_format) -> bool:
             and layer.weights.shape[1] <= PIXEL_FORMATS[pixel_format].comps)
 
 
-def _pack_layer(layer, config: Config, precision: str, quantize: str, pixel_format):
-    """Returns (WeightSurfaces, scales or None) or raises ValueError/TypeError."""
-    kw = dict(kind="dc", groups=layer.group)
-    if _is_image_layer(layer, pixel_format):
-        kw = dict(kind="image", pixel_format=pixel_format, stride=tuple(layer.strides))
+WINOGRAD_MODES = ("off", "auto")
+COMPRESS_MODES = {"off": False, "on": True, "auto": "auto"}
+
+
+def _winograd_eligible(layer, config: Config, precision: str, winograd: str) -> bool:
+    """``--winograd auto``: fp16/int16 ``Conv`` layers, not grouped or dilated, whose kernel
+    becomes 3x3 after channel extension (3x3 stride 1; 5x5/6x6 stride 2; 7x7-9x9 stride 3),
+    on a config with Winograd (nvdla.md 9.1). int8 stays DC: the transform's quarter steps do not
+    fit int8 without losing precision."""
+    if winograd != "auto" or not config.winograd or precision == "int8" or layer.op_type != "Conv":
+        return False
+    if layer.group != 1 or any(d != 1 for d in layer.dilations) or len(layer.strides) != 2:
+        return False
+    _, _, r, s = layer.weights.shape
+    sy, sx = layer.strides
+    return -(-r // sy) == 3 and -(-s // sx) == 3
+
+
+def _winograd_int16_scale(q) -> float:
+    """A power-of-two Winograd ``scale`` for int16 weights that cannot saturate: |G g Gᵀ| is at
+    most 2.25 max|g| (the absolute row sums of G are at most 1.5), capped at 4 (exact for integer
+    weights)."""
+    m = float(abs(q.astype("int32")).max()) if q.size else 0.0
+    if m == 0.0:
+        return 4.0
+    return float(min(4.0, 2.0 ** math.floor(math.log2(32767.0 / (2.25 * m)))))
+
+
+def _pack_layer(layer, config: Config, precision: str, quantize: str, pixel_format, winograd: str, compress):
+    """Returns (WeightSurfaces or tuple of sets, scales or None, extra manifest fields) or raises
+    ValueError/TypeError."""
+    extra = {}
+    kw = dict(kind="dc", groups=layer.group, compress=compress)
+    kernel_axis = 0
+    if layer.op_type == "ConvTranspose":
+        kw.update(kind="deconv", stride=tuple(layer.strides))
+        kernel_axis = 1
+    elif _is_image_layer(layer, pixel_format):
+        kw.update(kind="image", pixel_format=pixel_format, stride=tuple(layer.strides))
+    elif _winograd_eligible(layer, config, precision, winograd):
+        kw.update(kind="winograd", stride=tuple(layer.strides))
+    if kw["kind"] != "dc":
+        del kw["groups"]
     if precision == "fp16":
-        return pack_weights(layer.weights, precision="fp16", config=config, **kw), None
-    q, scales = quantize_weights(layer.weights, precision=precision, mode=quantize)
-    return pack_weights(q, precision=precision, config=config, **kw), scales
+        return pack_weights(layer.weights, precision="fp16", config=config, **kw), None, extra
+    q, scales = quantize_weights(layer.weights, precision=precision, mode=quantize, kernel_axis=kernel_axis)
+    if kw["kind"] == "winograd":
+        kw["scale"] = extra["winograd_scale"] = _winograd_int16_scale(q)
+    return pack_weights(q, precision=precision, config=config, **kw), scales, extra
+
+
+def _unsupported_reason(layer):
+    if layer.note:
+        return layer.note
+    if layer.op_type == "ConvTranspose":
+        if layer.group != 1:
+            return f"grouped deconvolution (group={layer.group}) has no NVDLA weight format (nvdla.md 10.1)"
+        if any(d != 1 for d in layer.dilations):
+            return f"dilated deconvolution (dilations={list(layer.dilations)}) is not supported"
+    return None
+
+
+def _write_surfaces(ws, out: Path, stem: str) -> dict:
+    """Write one weight surface (and WMB / WGS when compressed); manifest fields of the files."""
+    fields = {}
+    for part, arr in (("weight", ws.weight), ("wmb", ws.wmb), ("wgs", ws.wgs)):
+        if arr is None:
+            continue
+        path = out / f"{stem}.{part}.bin"
+        write_atomic(path, arr)
+        fields[part] = {"file": path.name, "offset": 0, "size": int(arr.size),
+                        "sha256": hashlib.sha256(memoryview(arr)).hexdigest()}
+    main = fields.pop("weight")
+    return {"encoding": ws.encoding, "file": main["file"], "offset": 0, "size": main["size"],
+            "alignment": ws.alignment, "sha256": main["sha256"], "nonzero": ws.nonzero, **fields}
 
 
 def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", quantize: str = "per_filter",
-               pixel_format="auto", progress: bool = True) -> dict:
-    """Pack every ``Conv`` layer of an ONNX model as NVDLA direct-convolution weights.
+               pixel_format="auto", winograd: str = "off", compress: str = "off", progress: bool = True) -> dict:
+    """Pack every ``Conv`` and ``ConvTranspose`` layer of an ONNX model as NVDLA weights.
 
     Parameters
     ----------
     model_path : path to an ``.onnx`` file
-    out_dir : output directory (created); one ``<index>_<layer>.weight.bin`` per surface and
-        ``manifest.json``.
+    out_dir : output directory (created); one ``<index>_<layer>[.set<i>].weight.bin`` per surface
+        (plus ``.wmb.bin`` / ``.wgs.bin`` when compressed) and ``manifest.json``.
     config : Config
         Target configuration.
     precision : {"int8", "int16", "fp16"}
         int8/int16 weights are quantised with :func:`quantize_weights` (``quantize`` mode,
-        per filter by default); fp16 weights are converted with round-to-nearest-even and
-        saturation.
+        per filter by default; deconvolution per output channel, ``kernel_axis=1``); fp16
+        weights are converted with round-to-nearest-even and saturation.
     pixel_format : str, "auto" or None
         First layers that read the model's input with C <= the format's channel count are packed
         as image-input weights for this pixel format ("auto": T_A8B8G8R8 for int8,
         T_A16B16G16R16 for int16, T_A16B16G16R16_F for fp16); None packs them as DC.
+    winograd : {"off", "auto"}
+        "auto" packs fp16/int16 layers whose kernel becomes 3x3 after channel extension as
+        Winograd weights (int16 with a power-of-two ``winograd_scale`` in the manifest, chosen
+        so that no value saturates; the output conversion must divide by it).
+    compress : {"off", "on", "auto"}
+        Sparse weight compression (nvdla.md 11); "auto" compresses a surface only when that is
+        strictly smaller; the manifest's ``encoding`` says which was chosen.
     progress : bool
         Show a progress bar (tqdm, on a terminal).
 
@@ -75,19 +150,28 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     -------
     dict
         The manifest (also written to ``out_dir/manifest.json``). Each layer has ``status``
-        ``"packed"``, ``"unsupported"`` (with ``reason``; e.g. ConvTranspose) or ``"error"``
-        (with ``reason``); packed layers give logical and packed shapes, precision, scales,
-        file, offset, size, alignment and sha256 of the surface.
+        ``"packed"``, ``"unsupported"`` (with ``reason``) or ``"error"`` (with ``reason``); packed
+        layers give kind, logical and packed shapes, precision, scales, and per surface the
+        encoding, file, offset, size, alignment and sha256 (``wmb`` / ``wgs`` entries when
+        compressed). Deconvolution layers list their stride-phase ``sets`` instead.
 
     Raises
     ------
     FileNotFoundError, ValueError
-        The model cannot be read. Per-layer problems are reported in the manifest instead.
+        The model cannot be read; ``winograd`` or ``compress`` not one of the modes. Per-layer
+        problems are reported in the manifest instead.
     """
     t0 = time.perf_counter()
     model_path = Path(model_path)
     out = Path(out_dir)
     config.require_precision(precision)
+    if winograd not in WINOGRAD_MODES:
+        raise ValueError(f"winograd: expected one of {WINOGRAD_MODES}, got {winograd!r}")
+    if compress not in COMPRESS_MODES:
+        raise ValueError(f"compress: expected one of {tuple(COMPRESS_MODES)}, got {compress!r}")
+    compress_mode = COMPRESS_MODES[compress]
+    if compress_mode is True and not config.compression:
+        raise ValueError(f"compress: config {config.name!r} has no sparse weight compression (nvdla.md 11)")
     if pixel_format == "auto":
         pixel_format = DEFAULT_PIXEL_FORMAT[precision]
     layers = load_onnx(model_path)
@@ -100,36 +184,40 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         entries.append(entry)
         if layer.weights is not None:
             entry["logical_shape"] = list(layer.weights.shape)
-        reason = layer.note or (
-            "deconvolution (ConvTranspose) weights are not implemented in this version"
-            if layer.op_type == "ConvTranspose" else None)
+        reason = _unsupported_reason(layer)
         if reason:
             entry.update(status="unsupported", reason=reason)
             continue
         try:
-            ws, scales = _pack_layer(layer, config, precision, quantize, pixel_format)
+            result, scales, extra = _pack_layer(layer, config, precision, quantize, pixel_format, winograd,
+                                                compress_mode)
         except (ValueError, TypeError) as e:
             entry.update(status="error", reason=f"{type(e).__name__}: {e}")
             continue
-        path = out / f"{index:03d}_{_safe(layer.name)}.weight.bin"
-        write_atomic(path, ws.weight)
-        bytes_in += layer.weights.nbytes
-        bytes_out += ws.weight.size
+        sets = result if isinstance(result, tuple) else (result,)
+        ws = sets[0]
         entry.update(
             status="packed", kind=ws.kind, precision=ws.precision, pixel_format=ws.pixel_format,
             post_extension=ws.post_extension,
             quantization=None if scales is None else quantize,
-            scales=None if scales is None else [float(s) for s in scales],
+            scales=None if scales is None else [float(s) for s in scales], **extra,
             packed_shape=list(ws.packed_shape), kernel_groups=ws.kernel_groups,
-            bytes_per_kernel=ws.bytes_per_kernel, meaningful_bytes=ws.meaningful_bytes,
-            file=path.name, offset=0, size=ws.weight.size, alignment=ws.alignment,
-            sha256=hashlib.sha256(memoryview(ws.weight)).hexdigest())
+            bytes_per_kernel=ws.bytes_per_kernel, meaningful_bytes=ws.meaningful_bytes)
+        stem = f"{index:03d}_{_safe(layer.name)}"
+        if ws.kind == "deconv":
+            entry["sets"] = [{"phase": list(s.phase), **_write_surfaces(s, out, f"{stem}.set{i}")}
+                             for i, s in enumerate(sets)]
+        else:
+            entry.update(_write_surfaces(ws, out, stem))
+        bytes_in += layer.weights.nbytes
+        bytes_out += sum(s.total_bytes for s in sets)
     seconds = time.perf_counter() - t0
     counts = {s: sum(e["status"] == s for e in entries) for s in ("packed", "unsupported", "error")}
     manifest = {
         "npupack_version": __version__, "format": "nvdla", "target": config.name,
         "config": {**asdict(config), "precisions": list(config.precisions)},
-        "precision": precision, "model": {"file": model_path.name, "sha256": sha256_file(model_path)},
+        "precision": precision, "winograd": winograd, "compress": compress,
+        "model": {"file": model_path.name, "sha256": sha256_file(model_path)},
         "layers": entries,
         "summary": {"layers": len(entries), **counts, "bytes_in": bytes_in, "bytes_out": bytes_out,
                     "seconds": round(seconds, 3)},

@@ -237,3 +237,179 @@ def pack_image_weights(w, cdata, f, *, kpg, cb, tail):
     stream = b"".join(le[k, c, r, 0].tobytes() for (k, c, r) in image_post_extension_order(K, C_ext, R, f, kpg))
     size = -(-len(stream) // tail) * tail
     return np.frombuffer(stream + bytes(size - len(stream)), dtype=np.uint8)
+
+
+# ---------------------------------------------------------------- section 9: Winograd weights
+
+WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], dtype=np.float64)
+
+
+def winograd_extend(w: np.ndarray, sy: int, sx: int, c_pad: int) -> np.ndarray:
+    """Steps 1 and 2 of nvdla.md 9.2/9.3 as the spec's loops: float64 g of (K, C_pad*sy*sx, 3, 3)."""
+    K, C, R, S = w.shape
+    g = np.zeros((K, c_pad * sy * sx, 3, 3), dtype=np.float64)
+    for py in range(sy):
+        for px in range(sx):
+            for c in range(C):
+                ce = (py * sx + px) * c_pad + c
+                for r in range(3):
+                    for s in range(3):
+                        rr, ss = r * sy + py, s * sx + px
+                        if rr < R and ss < S:
+                            g[:, ce, r, s] = w[:, c, rr, ss].astype(np.float64)
+    return g
+
+
+def winograd_transform(g: np.ndarray) -> np.ndarray:
+    """t = G g G^T for every 3x3 slice (nvdla.md 9.4), float64 matrix products; zero results as +0
+    (npupack's rule for the sign of a computed zero)."""
+    return WINOGRAD_G @ g @ WINOGRAD_G.T + 0.0
+
+
+def winograd_round(t: np.ndarray, precision: str, *, rounding="nearest_even", saturate=True, scale=1.0):
+    """Step 4 (nvdla.md 9.5, 2.4): fp16 by the rational fp16 oracle, integers by NumPy's rint /
+    round-away / trunc and clipping."""
+    if precision == "fp16":
+        bits = [fp16_bits(float(v), rounding, saturate) for v in t.reshape(-1)]
+        return np.array(bits, dtype=np.uint16).view(np.float16).reshape(t.shape)
+    v = t * scale
+    if rounding == "nearest_even":
+        q = np.rint(v)
+    elif rounding == "nearest_away":
+        q = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    else:
+        q = np.trunc(v)
+    info = np.iinfo(np.int8 if precision == "int8" else np.int16)
+    return np.clip(q, info.min, info.max).astype(info.dtype)
+
+
+def winograd_map(T: np.ndarray, kpg: int, tail: int) -> np.ndarray:
+    """Step 5 (nvdla.md 9.6): the spec's loop nest over (K, C_ext, 4, 4), zero tail."""
+    K, C_ext = T.shape[:2]
+    le = T.astype(T.dtype.newbyteorder("<"))
+    parts = []
+    for k0 in range(0, K, kpg):
+        kn = min(kpg, K - k0)
+        for cb4 in range(C_ext // 4):
+            for k in range(k0, k0 + kn):
+                for r in range(4):
+                    for s in range(4):
+                        parts.append(le[k, 4 * cb4:4 * cb4 + 4, r, s].tobytes())
+    stream = b"".join(parts)
+    size = -(-len(stream) // tail) * tail
+    return np.frombuffer(stream + bytes(size - len(stream)), dtype=np.uint8)
+
+
+def winograd_closed_form(k, c, r, s, K, C_ext, kpg):
+    """Element index of T[k][c][r][s] by the closed form of nvdla.md 9.6."""
+    k0 = (k // kpg) * kpg
+    kn = min(kpg, K - k0)
+    return k0 * C_ext * 16 + (c // 4) * kn * 64 + (k - k0) * 64 + (r * 4 + s) * 4 + c % 4
+
+
+def pack_winograd(w, precision, *, atom, kpg, stride=(1, 1), rounding="nearest_even", saturate=True, scale=1.0,
+                  tail=128):
+    sy, sx = stride
+    c_pad = -(-w.shape[1] // atom) * atom
+    T = winograd_round(winograd_transform(winograd_extend(w, sy, sx, c_pad)), precision, rounding=rounding,
+                       saturate=saturate, scale=scale)
+    return winograd_map(T, kpg, tail), T
+
+
+# ---------------------------------------------------------------- section 10: deconvolution sets
+
+def deconv_sets(w: np.ndarray, sy: int, sx: int):
+    """nvdla.md 10.1 line by line: [(phase, set tensor (K_out, C_in, Rs, Ss))] before the flip."""
+    C_in, K_out, R, S = w.shape
+    kcrs = np.zeros((K_out, C_in, R, S), dtype=w.dtype)
+    for k in range(K_out):
+        for c in range(C_in):
+            kcrs[k, c] = w[c, k]
+    Rs, Ss = -(-R // sy), -(-S // sx)
+    sets = []
+    for y in range(sy):
+        for x in range(sx):
+            st = np.zeros((K_out, C_in, Rs, Ss), dtype=w.dtype)
+            for r in range(Rs):
+                for s in range(Ss):
+                    rr, ss = y + r * sy, x + s * sx
+                    if rr < R and ss < S:
+                        st[:, :, r, s] = kcrs[:, :, rr, ss]
+            sets.append(((y, x), st))
+    return sets
+
+
+def pack_deconv_set(st: np.ndarray, *, kpg, cb, tail):
+    """The DC loop nest of nvdla.md 6.1 with r and s running backwards (10.1)."""
+    K, C, Rs, Ss = st.shape
+    le = st.astype(st.dtype.newbyteorder("<"))
+    stream = b"".join(le[k, c, Rs - 1 - r, Ss - 1 - s].tobytes() for (k, c, r, s) in dc_order_loops(K, C, Rs, Ss,
+                                                                                                     kpg, cb))
+    size = -(-len(stream) // tail) * tail
+    return np.frombuffer(stream + bytes(size - len(stream)), dtype=np.uint8)
+
+
+def conv_transpose(x: np.ndarray, w: np.ndarray, sy: int, sx: int) -> np.ndarray:
+    """Transposed convolution by its definition (scatter): x (C_in, H, W), w (C_in, K_out, R, S)
+    -> y (K_out, (H-1)*sy + R, (W-1)*sx + S), float64."""
+    C_in, H, W = x.shape
+    _, K_out, R, S = w.shape
+    y = np.zeros((K_out, (H - 1) * sy + R, (W - 1) * sx + S))
+    for iy in range(H):
+        for ix in range(W):
+            y[:, iy * sy:iy * sy + R, ix * sx:ix * sx + S] += np.einsum("c,ckrs->krs", x[:, iy, ix], w)
+    return y
+
+
+def correlate_full(x: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Stride-1 convolution as a DLA computes it (cross-correlation), x (C, H, W), k (K, C, R, S),
+    input zero-padded by R-1 / S-1 on every side -> (K, H+R-1, W+S-1), float64."""
+    C, H, W = x.shape
+    K, _, R, S = k.shape
+    xp = np.zeros((C, H + 2 * (R - 1), W + 2 * (S - 1)))
+    xp[:, R - 1:R - 1 + H, S - 1:S - 1 + W] = x
+    y = np.zeros((K, H + R - 1, W + S - 1))
+    for r in range(R):
+        for s in range(S):
+            y += np.einsum("kc,chw->khw", k[:, :, r, s], xp[:, r:r + H + R - 1, s:s + W + S - 1])
+    return y
+
+
+# ---------------------------------------------------------------- section 11: compression
+
+def compress_loops(stream: bytes, es: int, group_elems: int):
+    """nvdla.md 11.1 element by element: (data, wmb, wgs) bytes, each padded to 128 (min 128)."""
+    n = len(stream) // es
+    bits = bytearray(-(-n // 8))
+    data = bytearray()
+    wgs = bytearray()
+    for g0 in range(0, n, group_elems):
+        count = 0
+        for i in range(g0, min(n, g0 + group_elems)):
+            e = stream[i * es:(i + 1) * es]
+            if any(e):
+                bits[i // 8] |= 1 << (i % 8)
+                data += e
+                count += es
+        wgs += count.to_bytes(4, "little")
+
+    def pad(b):
+        size = max(128, -(-len(b) // 128) * 128)
+        return bytes(b) + bytes(size - len(b))
+
+    return pad(data), pad(bits), pad(wgs)
+
+
+def compress_numpy(stream: np.ndarray, es: int, group_elems: int):
+    """The same with NumPy (boolean mask, packbits, reduceat): the benchmark baseline."""
+    elems = stream.view(np.uint8 if es == 1 else np.uint16)
+    mask = elems != 0
+    data = elems[mask].view(np.uint8)
+    wmb = np.packbits(mask, bitorder="little")
+    wgs = (np.add.reduceat(mask, np.arange(0, elems.size, group_elems), dtype=np.int64) * es).astype("<u4")
+
+    def pad(b):
+        size = max(128, -(-b.size // 128) * 128)
+        return np.concatenate([b.view(np.uint8), np.zeros(size - b.nbytes, np.uint8)])
+
+    return pad(data), pad(wmb), pad(wgs)

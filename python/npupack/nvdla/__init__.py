@@ -7,6 +7,8 @@ from npupack.nvdla.pixel import (PIXEL_FORMATS, PixelFormat, PixelPlanes, conver
 from npupack.nvdla.feature import FeatureStrides, feature_layout, feature_strides, pack_feature, unpack_feature
 from npupack.nvdla.weights import (WeightSurfaces, dc_layout, pack_weights, post_extension_factor, unpack_weights,
                                    weights_nbytes)
+from npupack.nvdla.sparse import SparsityReport, analyze_sparsity, compress_weights, decompress_weights, prune
+from npupack.nvdla.winograd import winograd_layout
 
 __all__ = [
     "Config", "PRECISIONS", "NV_FULL", "NV_LARGE", "NV_SMALL", "NV_SMALL_256", "NV_MEDIUM_512",
@@ -14,4 +16,5 @@ __all__ = [
     "feature_strides", "feature_layout", "pack_feature", "unpack_feature", "WeightSurfaces",
     "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout", "PIXEL_FORMATS", "PixelFormat", "PixelPlanes",
     "pack_pixels", "unpack_pixels", "pixel_line_strides", "convert_pixel_precision", "post_extension_factor",
+    "SparsityReport", "analyze_sparsity", "compress_weights", "decompress_weights", "prune", "winograd_layout",
 ]

@@ -1,6 +1,7 @@
-"""NVDLA weights: the common entry point and direct-convolution (DC) weights, including grouped
-convolution (spec nvdla.md sections 5, 6 and 7; seed "Weight Format", "Basic Weight for Direct
-Convolution").
+"""NVDLA weights: the common entry point ``pack_weights`` / ``unpack_weights`` for every kind, and
+direct-convolution (DC) weights including grouped convolution (spec nvdla.md sections 5, 6 and 7;
+seed "Weight Format", "Basic Weight for Direct Convolution"). The other kinds live in
+``image_weights``, ``winograd`` and ``deconv``; compression in ``sparse``.
 
 DC order: kernel groups of ``kpg`` kernels (the last one short, not padded), inside each group
 channel blocks of ``cb`` channels (the last one short, not padded), inside each block ``r``, ``s``,
@@ -14,103 +15,60 @@ nest ``K/kpg, C/cb, R, S, kpg, cb``. The surface is then zero-padded to
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Optional
-
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out
+from npupack.layout import as_byte_buffer, check_out
 from npupack.nvdla.config import NV_FULL, Config, element_size
-from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
+from npupack.nvdla.convert import _check_rounding, convert_elements, infer_precision
+from npupack.nvdla.deconv import pack_deconv, unpack_deconv
+from npupack.nvdla.image_weights import pack_image, post_extension_factor, unpack_image
+from npupack.nvdla.sparse import decompress_weights
+from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_stride, check_unit_scale,
+                                    dc_layout, kcrs, roundup, write_surfaces)
+from npupack.nvdla.winograd import pack_winograd, winograd_layout, winograd_shape
 
 __all__ = ["WeightSurfaces", "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout", "post_extension_factor"]
 
 _KINDS = ("dc", "image", "winograd", "deconv")
 
 
-@dataclass(frozen=True, eq=False)
-class WeightSurfaces:
-    """Packed weights of one layer (nvdla.md 5.4). Immutable; compared by identity (compare the
-    ``weight`` arrays to compare bytes).
+def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: int = 1, kind: str = "dc",
+                   stride=(1, 1), pixel_format=None) -> int:
+    """Size in bytes of the uncompressed weight surface ``pack_weights`` would produce, without
+    packing (nvdla.md 5.3, 5.4).
 
-    Attributes
-    ----------
-    weight : numpy.ndarray
-        uint8, the weight surface including its zero tail (``surface_bytes`` bytes).
-    wmb, wgs : numpy.ndarray or None
-        Compressed-weight mask and group sizes; None when uncompressed.
-    kind, precision : str
-        ``"dc"``; ``"int8"``, ``"int16"`` or ``"fp16"``.
-    shape : tuple
-        Logical input shape ``(K, C, R, S)`` (grouped: ``(K, C/groups, R, S)``).
-    packed_shape : tuple
-        ``(K', C', R', S')`` of the mapped tensor (grouped: C' = total input channels).
-    kernel_groups : int
-        ``ceil(K' / kpg)``.
-    bytes_per_kernel : int
-        ``C' * R' * S' * es`` bytes (register BYTE_PER_KERNEL + 1).
-    meaningful_bytes : int
-        ``K' * bytes_per_kernel``: the mapped stream without tail.
-    post_extension : int
-        1, 2 or 4 (image-input weights); 1 for DC weights.
-    groups : int
-        Convolution groups of the logical weights.
-    config : Config
-        The configuration packed for (needed to unpack).
-    phase : tuple or None
-        Deconvolution stride phase; None otherwise.
-    pixel_format : str or None
-        Image-input weights: the pixel format they were extended for.
+    ``shape`` is the logical input shape of ``kind``: DC ``(K, C, R, S)`` (grouped:
+    ``(K, C/groups, R, S)``), image ``(K, C, R, S)`` with ``pixel_format``, Winograd
+    ``(K, C, R, S)`` with ``stride``, deconvolution ``(C_in, K_out, R, S)`` with ``stride`` (the
+    size of *each* set; all sets have the same size). The result is the meaningful bytes
+    ``K' * C' * R' * S' * es`` of ``packed_shape`` rounded up to ``config.weight_size_alignment``
+    (Winograd: at least 128). Raises LayoutError / UnsupportedError as :func:`pack_weights`.
     """
+    if kind not in _KINDS:
+        raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
+    config.require_precision(precision)
+    k, c, r, s = kcrs(shape, "shape")
+    es = element_size(precision)
+    tail = config.weight_size_alignment
+    if kind == "dc":
+        packed = (k, c * _check_groups(groups, k), r, s)
+    elif kind == "image":
+        from npupack.nvdla.pixel import _format
 
-    weight: np.ndarray
-    kind: str
-    precision: str
-    shape: tuple
-    packed_shape: tuple
-    kernel_groups: int
-    bytes_per_kernel: int
-    meaningful_bytes: int
-    config: Config = field(repr=False)
-    groups: int = 1
-    post_extension: int = 1
-    wmb: Optional[np.ndarray] = None
-    wgs: Optional[np.ndarray] = None
-    phase: Optional[tuple] = None
-    pixel_format: Optional[str] = None
-
-    @classmethod
-    def _fast(cls, **fields) -> "WeightSurfaces":
-        # The generated frozen __init__ costs ~3 us (one object.__setattr__ per field), a third
-        # of a small layer's packing time. Fields are filled directly; defaults come from the
-        # class. Instances stay frozen for callers.
-        obj = object.__new__(cls)
-        obj.__dict__.update(fields)
-        return obj
-
-    @property
-    def surface_bytes(self) -> int:
-        """Bytes of the weight surface (meaningful bytes rounded up to the tail alignment)."""
-        return int(self.weight.size)
-
-    @property
-    def alignment(self) -> int:
-        """Size alignment of the weight surface, bytes."""
-        return self.config.weight_size_alignment
-
-
-def _kcrs(shape, name: str) -> tuple[int, int, int, int]:
-    shape = tuple(shape)
-    if len(shape) != 4:
-        raise LayoutError(f"{name}: expected weights (K, C, R, S), got {len(shape)} dimensions {shape}")
-    for v in shape:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name}: dimensions must be integers, got {shape}")
-        if v < 1:
-            raise LayoutError(f"{name}: every dimension must be >= 1, got {shape} (nvdla.md 5.1)")
-    return tuple(int(v) for v in shape)
+        if pixel_format is None:
+            raise ValueError("pixel_format: image-input weights need the pixel format (nvdla.md 8.1)")
+        packed = (k, _format(pixel_format).comps * s, r, 1)
+    elif kind == "winograd":
+        packed = winograd_shape((k, c, r, s), stride, precision, config)
+        tail = max(128, tail)
+    else:
+        sy, sx = check_stride(stride)
+        packed = (c, k, -(-r // sy), -(-s // sx))
+    meaningful = int(np.prod(packed, dtype=object)) * es
+    if meaningful >= 2**63:
+        raise LayoutError(f"shape {tuple(shape)}: the packed size overflows 64 bits")
+    return roundup(meaningful, tail)
 
 
 def _check_groups(groups, k: int) -> int:
@@ -121,54 +79,6 @@ def _check_groups(groups, k: int) -> int:
     if k % groups:
         raise LayoutError(f"groups: K = {k} is not divisible by groups = {groups} (nvdla.md 7.1)")
     return int(groups)
-
-
-def dc_layout(packed_shape, precision: str, config: Config = NV_FULL) -> BlockedLayout:
-    """The engine descriptor of DC weights ``(K, C, R, S)`` (dense, i.e. after grouped
-    densification): ragged K tiles of ``kpg`` and C tiles of ``cb``, nest ``K/kpg, C/cb, R, S,
-    kpg, cb`` (nvdla.md 6.1). Its ``nbytes`` is the meaningful byte count (no tail).
-    Descriptors are immutable and cached: compilers call this per layer. Raises LayoutError for
-    a shape that is not 4 dims >= 1, ValueError for an unknown precision."""
-    return _dc_layout(_kcrs(packed_shape, "shape"), precision, config)
-
-
-@lru_cache(maxsize=4096)
-def _dc_layout(kcrs, precision: str, config: Config) -> BlockedLayout:
-    k, c, r, s = kcrs
-    return BlockedLayout(
-        [Dim("K", k, (config.kernels_per_group(precision),), ragged=True),
-         Dim("C", c, (config.channels_per_block,), ragged=True), Dim("R", r), Dim("S", s)],
-        [("K", 0), ("C", 0), ("R", 0), ("S", 0), ("K", 1), ("C", 1)],
-        _TARGET_DTYPE[precision])
-
-
-def _roundup(n: int, a: int) -> int:
-    return -(-n // a) * a
-
-
-def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: int = 1, kind: str = "dc") -> int:
-    """Size in bytes of the weight surface ``pack_weights`` would produce, without packing.
-
-    ``shape`` is the logical ``(K, C, R, S)`` (grouped: ``(K, C/groups, R, S)``). The result is
-    ``roundup(K * C_total * R * S * es, config.weight_size_alignment)`` (nvdla.md 5.3).
-    Raises LayoutError / UnsupportedError as :func:`pack_weights`.
-    """
-    _check_kind(kind)
-    config.require_precision(precision)
-    k, c, r, s = _kcrs(shape, "shape")
-    g = _check_groups(groups, k)
-    meaningful = k * c * g * r * s * element_size(precision)
-    if meaningful >= 2**63:
-        raise LayoutError(f"shape {tuple(shape)}: the packed size overflows 64 bits")
-    return _roundup(meaningful, config.weight_size_alignment)
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in _KINDS:
-        raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
-    if kind not in ("dc", "image"):
-        raise UnsupportedError(f"kind: {kind!r} weights are not implemented in this version of npupack; "
-                               "'dc' (direct convolution, including grouped) and 'image' are")
 
 
 def _densify(w: np.ndarray, groups: int) -> np.ndarray:
@@ -187,78 +97,106 @@ def _densify(w: np.ndarray, groups: int) -> np.ndarray:
 def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
                  groups: int = 1, stride=(1, 1), pixel_format=None, post_extension="auto",
                  compress=False, rounding: str = "nearest_even", saturate: bool = True,
-                 scale: float = 1.0, allow_nan: bool = False, out=None) -> WeightSurfaces:
-    """Pack convolution weights into an NVDLA weight surface (nvdla.md 5, 6, 7; seed "Basic
-    Weight for Direct Convolution").
+                 scale: float = 1.0, allow_nan: bool = False, out=None):
+    """Pack convolution weights into NVDLA weight surfaces (nvdla.md 5-11; seed "Weight Format",
+    "Basic Weight for Direct Convolution / image input / Winograd Convolution", "Sparse
+    Compression option").
 
     Parameters
     ----------
-    w : array_like, (K, C, R, S); grouped: (K, C/groups, R, S)
-        int8, uint8, int16, uint16, float16, float32 or float64. Float weights for an int8/int16
-        target must be quantised first (:func:`quantize_weights`). Any strides; not modified.
-    kind : {"dc", "image"}
-        Direct convolution, or image input (first layer; nvdla.md 8: channels zero-padded to the
-        pixel format's count, pre-extension ``c' = s*Cdata + c``, optional post-extension).
-        ("winograd" and "deconv" raise UnsupportedError in this version.)
+    w : array_like
+        int8, uint8, int16, uint16, float16, float32 or float64; any strides; not modified.
+        ``"dc"``: ``(K, C, R, S)``, grouped ``(K, C/groups, R, S)``; ``"image"`` and
+        ``"winograd"``: ``(K, C, R, S)``; ``"deconv"``: ONNX ConvTranspose order
+        ``(C_in, K_out, R, S)``. Float weights for an int8/int16 target must be quantised first
+        (:func:`quantize_weights`; deconvolution with ``kernel_axis=1``).
+    kind : {"dc", "image", "winograd", "deconv"}
+        Direct convolution (nvdla.md 6, 7); image input, first layer (8: channels zero-padded to
+        the pixel format's count, pre-extension ``c' = s*Cdata + c``, optional post-extension);
+        Winograd (9: C padded to the atom, channel extension for strides > 1, ``G g Gᵀ`` in
+        float64, 4x4x4 cubes); deconvolution (10: one surface per stride phase, kernel flipped).
     precision : {"int8", "int16", "fp16"}, optional
         Inferred from the dtype when omitted (int8, int16, float -> fp16); must be in
         ``config.precisions``.
     config : Config
-        Hardware configuration: kernels per group, channels per block, tail alignment.
+        Hardware configuration: kernels per group, channels per block, atom, tail alignment,
+        Winograd and compression availability.
     groups : int
-        Convolution groups; the weights are densified to ``(K, C, R, S)`` (nvdla.md 7.1).
+        Convolution groups (DC only); the weights are densified to ``(K, C, R, S)`` (nvdla.md 7.1).
     stride : (stride_y, stride_x)
-        Image weights: ``stride_x`` enters the automatic post-extension choice.
+        Image: ``stride_x`` enters the automatic post-extension choice. Winograd: channel
+        extension (``ceil(R/sy)`` and ``ceil(S/sx)`` must be 3). Deconvolution: the set split.
     pixel_format : str
-        Image weights: the input image's pixel format (required); None for DC.
+        Image weights: the input image's pixel format (required); None otherwise.
     post_extension : "auto", 1, 2 or 4
         Image weights: "auto" applies nvdla/sw's rule (:func:`post_extension_factor`); 2 and 4
-        are validated (C' <= mac_atomic_c // f, at least two full row groups). DC: "auto" or 1.
-    compress, scale
-        ``compress`` must be False and ``scale`` 1.0 in this version.
-    rounding, saturate
-        fp16 conversion of float input (:func:`to_fp16`).
+        are validated. Other kinds: "auto" or 1.
+    compress : False, True or "auto"
+        Sparse compression (nvdla.md 11): True gives DATA/WMB/WGS (UnsupportedError on a config
+        without compression); "auto" compresses only when the three surfaces together are
+        strictly smaller than the uncompressed surface.
+    rounding : str
+        fp16 targets: "nearest_even" (default) or "nearest_away" (:func:`to_fp16`). Winograd
+        int8/int16: also "truncate" (nvdla/sw's cast; nvdla.md 2.4).
+    saturate : bool
+        fp16 overflow gives +-65504 (True) or INF. Integer Winograd weights always saturate
+        (``saturate=False`` is a ValueError there).
+    scale : float
+        Winograd int8/int16 only: ``t * scale`` is rounded (``scale=4`` keeps integer inputs
+        exact); the caller compensates it. 1.0 for every other kind and precision.
     allow_nan : bool
-        NaN in float weights is a ValueError unless True.
+        NaN in float weights is a ValueError unless True (Winograd: INF too).
     out : numpy.ndarray of uint8, optional
-        Writable C-contiguous buffer of at least ``surface_bytes``; the surface is written to
-        its first ``surface_bytes`` bytes and ``weight`` is a view of them.
+        Writable C-contiguous buffer of at least the (first) weight or DATA surface's size; the
+        surface is written to its first bytes and ``weight`` is a view of them.
 
     Returns
     -------
-    WeightSurfaces
-        ``weight`` is uint8 of ``roundup(K*C*R*S*es, config.weight_size_alignment)`` bytes
-        (C = total input channels; image: ``K*Cdata*S*R*es``), little-endian elements in DC order
-        (image: post-extension order when ``post_extension`` > 1), zero tail.
+    WeightSurfaces, or a tuple of ``sy*sx`` of them for ``"deconv"`` (set order y-major)
+        ``weight`` is uint8: uncompressed ``roundup(meaningful_bytes, tail)`` bytes of
+        little-endian elements with a zero tail (tail = ``config.weight_size_alignment``;
+        Winograd at least 128), or the compressed DATA surface with ``wmb`` and ``wgs``.
+        ``packed_shape`` is ``(K, C, R, S)`` (DC), ``(K, Cdata*S, R, 1)`` (image),
+        ``(K, C_ext, 4, 4)`` (Winograd), ``(K_out, C_in, ceil(R/sy), ceil(S/sx))`` (each set).
 
     Raises
     ------
     TypeError
-        Unsupported dtype; float weights for an int target; ``out`` not uint8.
+        Unsupported dtype; float weights for an int target; ``out`` not uint8; non-integer
+        stride or groups.
     LayoutError
         ``w`` not 4-d; a dimension < 1; K not divisible by groups; ``out`` too small or
         read-only; a size that overflows.
     UnsupportedError
-        A precision the config lacks; a kind or option not available for DC weights.
+        A precision the config lacks; Winograd or compression on a config without them; a
+        Winograd kernel that does not become 3x3; an option the kind does not take.
     ValueError
-        NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``.
+        NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``,
+        ``scale``, ``compress`` or ``kind``.
     """
     if type(config) is not Config and not isinstance(config, Config):
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
     if kind != "dc":
-        _check_kind(kind)
-        if kind == "image":
-            return _pack_image(w, precision=precision, config=config, groups=groups, stride=stride,
-                               pixel_format=pixel_format, post_extension=post_extension, compress=compress,
-                               rounding=rounding, saturate=saturate, scale=scale, allow_nan=allow_nan, out=out)
+        if kind not in _KINDS:
+            raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
+        pack = {"image": pack_image, "winograd": pack_winograd, "deconv": pack_deconv}[kind]
+        kw = dict(precision=precision, config=config, groups=groups, stride=stride, post_extension=post_extension,
+                  compress=compress, rounding=rounding, saturate=saturate, scale=scale, allow_nan=allow_nan,
+                  out=out)
+        if kind == "winograd":
+            if pixel_format is not None:
+                raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
+        else:
+            kw["pixel_format"] = pixel_format
+        return pack(w, **kw)
     arr = w if type(w) is np.ndarray else np.asarray(w)
     if arr.ndim != 4 or 0 in arr.shape:
-        _kcrs(arr.shape, "w")
+        kcrs(arr.shape, "w")
     k, cg, r, s = arr.shape
     g = 1 if groups == 1 and type(groups) is int else _check_groups(groups, k)
     if not (stride == (1, 1) and pixel_format is None and post_extension == "auto" and compress is False
             and scale == 1.0):
-        _check_dc_options(stride, pixel_format, post_extension, compress, scale)
+        compress = _check_dc_options(stride, pixel_format, post_extension, compress, scale, config)
     precision = infer_precision(arr.dtype, precision, config, "w")
     if rounding != "nearest_even":
         _check_rounding(rounding)
@@ -266,56 +204,63 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     packed_shape = (k, cg * g, r, s)
     layout = _dc_layout(packed_shape, precision, config)
     meaningful = layout.nbytes
-    surface = _roundup(meaningful, config.weight_size_alignment)
-    buf = check_out(out, surface)[:surface] if out is not None else np.empty(surface, dtype=np.uint8)
-
     elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
-    layout._pack_into(_densify(elems, g), buf)
-    if surface > meaningful:
-        buf[meaningful:] = 0
     es = element_size(precision)
+    kpg = config.kernels_per_group(precision)
+    if compress is False:  # the per-layer hot path: no closure, no dict
+        surface = roundup(meaningful, config.weight_size_alignment)
+        buf = check_out(out, surface)[:surface] if out is not None else np.empty(surface, dtype=np.uint8)
+        layout._pack_into(_densify(elems, g), buf)
+        if surface > meaningful:
+            buf[meaningful:] = 0
+        fields = {"weight": buf}
+    else:
+        fields = write_surfaces(lambda buf: layout._pack_into(_densify(elems, g), buf), meaningful,
+                                precision=precision, config=config, kernel_group_elements=kpg * cg * g * r * s,
+                                compress=compress, tail=config.weight_size_alignment, out=out)
     return WeightSurfaces._fast(
-        weight=buf, kind="dc", precision=precision, shape=(k, cg, r, s), packed_shape=packed_shape,
-        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=cg * g * r * s * es,
-        meaningful_bytes=meaningful, config=config, groups=g)
+        kind="dc", precision=precision, shape=(k, cg, r, s), packed_shape=packed_shape,
+        kernel_groups=-(-k // kpg), bytes_per_kernel=cg * g * r * s * es,
+        meaningful_bytes=meaningful, config=config, groups=g, **fields)
 
 
-def _check_common_options(stride, compress, scale) -> tuple:
-    """Options every weight kind validates the same way (nvdla.md 5.1); returns (sy, sx)."""
-    try:
-        sy, sx = (int(v) for v in stride)
-    except (TypeError, ValueError):
-        raise TypeError(f"stride: expected (stride_y, stride_x), got {stride!r}") from None
-    if sy < 1 or sx < 1:
-        raise LayoutError(f"stride: must be >= 1, got {stride!r}")
-    if compress not in (False, None):
-        raise UnsupportedError("compress: sparse weight compression is not implemented in this version")
-    if scale != 1.0:
-        raise ValueError(f"scale: {scale!r}; a scale other than 1.0 is only for int8/int16 Winograd weights "
-                         "(nvdla.md 5.1)")
-    return sy, sx
-
-
-def _check_dc_options(stride, pixel_format, post_extension, compress, scale) -> None:
-    _check_common_options(stride, compress, scale)
+def _check_dc_options(stride, pixel_format, post_extension, compress, scale, config):
+    """Validates the options DC weights do not use; returns the effective compress mode."""
+    check_stride(stride)  # validated; DC weights do not depend on the convolution stride
+    check_unit_scale(scale, "dc")
     if pixel_format is not None:
         raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
     if post_extension not in ("auto", 1):
         raise UnsupportedError(f"post_extension: {post_extension!r} is only possible for image-input weights; "
                                "DC weights take 'auto' or 1 (nvdla.md 5.1)")
+    return check_compress(compress, config)
 
 
-def unpack_weights(surfaces: WeightSurfaces, *, logical: bool = True) -> np.ndarray:
-    """Invert :func:`pack_weights` for DC weights (nvdla.md 5.5).
+def _stream(ws: WeightSurfaces) -> np.ndarray:
+    """The uncompressed mapped stream of one surface (decompressed when needed)."""
+    data = as_byte_buffer(ws.weight, "surfaces.weight")
+    if ws.wmb is None:
+        return data
+    es = element_size(ws.precision)
+    return decompress_weights(data, as_byte_buffer(ws.wmb, "surfaces.wmb"), precision=ws.precision,
+                              n_elements=ws.meaningful_bytes // es).view(np.uint8)
+
+
+def unpack_weights(surfaces, *, logical: bool = True) -> np.ndarray:
+    """Invert :func:`pack_weights` for every kind, compressed or not (nvdla.md 5.5, 11.1).
 
     Parameters
     ----------
-    surfaces : WeightSurfaces
-        As returned by ``pack_weights`` (``weight`` may be replaced by bytes read back from
-        memory, at least ``meaningful_bytes`` long).
+    surfaces : WeightSurfaces, or the tuple of deconvolution sets
+        As returned by ``pack_weights``; ``weight`` (and ``wmb``) may be replaced by bytes read
+        back from memory (uncompressed: at least ``meaningful_bytes`` long).
     logical : bool
-        True: return the logical weights ``surfaces.shape`` (grouped: the ``(K, C/groups, R, S)``
-        diagonal blocks); False: the dense ``packed_shape`` tensor.
+        True: the logical weights ``surfaces.shape`` (grouped: the ``(K, C/groups, R, S)``
+        diagonal blocks; image: ``(K, C, R, S)`` without the zero-padded channels;
+        deconvolution: ``(C_in, K_out, R, S)``, needs all sets). False: the mapped
+        ``packed_shape`` tensor (deconvolution: each set's ``(K_out, C_in, Rs, Ss)`` before the
+        flip, stacked for several sets). Winograd weights have no logical inverse (rounding
+        after the transform), so they need ``logical=False`` and give ``(K, C_ext, 4, 4)``.
 
     Returns
     -------
@@ -325,20 +270,32 @@ def unpack_weights(surfaces: WeightSurfaces, *, logical: bool = True) -> np.ndar
     Raises
     ------
     TypeError
-        ``surfaces`` is not a WeightSurfaces.
-    UnsupportedError
-        Compressed or non-DC surfaces.
+        ``surfaces`` is not a WeightSurfaces (or a tuple of them).
+    ValueError
+        Winograd with ``logical=True``.
     LayoutError
-        ``weight`` shorter than ``meaningful_bytes``.
+        ``weight`` shorter than ``meaningful_bytes``; corrupted compressed surfaces; deconvolution
+        sets missing or of different layers.
     """
+    if isinstance(surfaces, (tuple, list)):
+        if not surfaces or not all(isinstance(s, WeightSurfaces) for s in surfaces):
+            raise TypeError("surfaces: expected a WeightSurfaces or a non-empty tuple of deconvolution sets")
+        if len(surfaces) > 1 or surfaces[0].kind == "deconv":
+            return unpack_deconv(_stream, surfaces, logical)
+        surfaces = surfaces[0]
     if not isinstance(surfaces, WeightSurfaces):
         raise TypeError(f"surfaces: expected WeightSurfaces, got {type(surfaces).__name__}")
-    if surfaces.kind not in ("dc", "image") or surfaces.wmb is not None:
-        raise UnsupportedError(f"surfaces: unpacking {surfaces.kind!r} weights is not implemented in this version")
-    data = as_byte_buffer(surfaces.weight, "surfaces.weight")
-    if surfaces.kind == "image":
-        return _unpack_image(surfaces, data, logical)
-    layout = dc_layout(surfaces.packed_shape, surfaces.precision, surfaces.config)
+    kind = surfaces.kind
+    if kind == "deconv":
+        return unpack_deconv(_stream, (surfaces,), logical)
+    if kind == "winograd" and logical:
+        raise ValueError("logical: Winograd weights have no logical inverse (rounded after the transform); "
+                         "pass logical=False for the (K, C_ext, 4, 4) transformed tensor (nvdla.md 5.5)")
+    data = _stream(surfaces)
+    if kind == "image":
+        return unpack_image(surfaces, data, logical)
+    layout = (winograd_layout if kind == "winograd" else dc_layout)(surfaces.packed_shape, surfaces.precision,
+                                                                    surfaces.config)
     if data.size < layout.nbytes:
         raise LayoutError(f"surfaces.weight: holds {data.size} bytes, {layout.nbytes} are needed")
     dense = layout.unpack(data)
@@ -349,107 +306,3 @@ def unpack_weights(surfaces: WeightSurfaces, *, logical: bool = True) -> np.ndar
     blocks = dense.reshape(g, k // g, g, cg, *dense.shape[2:])
     idx = np.arange(g)
     return blocks[idx, :, idx].reshape(surfaces.shape)
-
-
-# ---------------------------------------------------------------- image-input weights (nvdla.md 8)
-
-def post_extension_factor(cdata: int, s: int, r: int, stride_x: int, mac_atomic_c: int) -> int:
-    """nvdla/sw's automatic post-extension choice (nvdla.md 8.4): 4, 2 or 1 for a kernel of width
-    ``s`` and height ``r`` on a ``cdata``-component image read at x stride ``stride_x``."""
-    c_ext = cdata * s
-    if stride_x > s:
-        f = 1
-    elif cdata * stride_x * 3 + c_ext <= mac_atomic_c and c_ext <= mac_atomic_c // 4:
-        f = 4
-    elif cdata * stride_x + c_ext <= mac_atomic_c and c_ext <= mac_atomic_c // 2:
-        f = 2
-    else:
-        f = 1
-    if f > 1 and (c_ext > mac_atomic_c or r // f <= 1):
-        f = 1  # declined; nvdla/sw does not retry with 2
-    return f
-
-
-@lru_cache(maxsize=1024)
-def _post_ext_layout(k: int, c_ext: int, r: int, f: int, precision: str, config: Config) -> BlockedLayout:
-    """Post-extended weights (nvdla.md 8.4): kernel groups (ragged), full row groups of f rows
-    (the last group short, not padded), then each kernel's f rows of C' channels."""
-    return BlockedLayout(
-        [Dim("K", k, (config.kernels_per_group(precision),), ragged=True), Dim("C", c_ext),
-         Dim("R", r, (f,), ragged=True), Dim("S", 1)],
-        [("K", 0), ("R", 0), ("K", 1), ("R", 1), ("C", 0), ("S", 0)], _TARGET_DTYPE[precision])
-
-
-def _image_layout(k, c_ext, r, f, precision, config):
-    return dc_layout((k, c_ext, r, 1), precision, config) if f == 1 else \
-        _post_ext_layout(k, c_ext, r, f, precision, config)
-
-
-def _pack_image(w, *, precision, config, groups, stride, pixel_format, post_extension, compress, rounding,
-                saturate, scale, allow_nan, out) -> WeightSurfaces:
-    """kind="image" of :func:`pack_weights` (nvdla.md 8)."""
-    from npupack.nvdla.pixel import _format
-
-    if not isinstance(config, Config):
-        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
-    if pixel_format is None:
-        raise ValueError("pixel_format: image-input weights need the pixel format of the input image (nvdla.md 8.1)")
-    fmt = _format(pixel_format)
-    if groups != 1:
-        raise UnsupportedError("groups: image-input weights take groups=1 (nvdla.md 7.1)")
-    _, sx = _check_common_options(stride, compress, scale)
-    arr = np.asarray(w)
-    k, c, r, s = _kcrs(arr.shape, "w")
-    cdata = fmt.comps
-    if c > cdata:
-        raise LayoutError(f"w: {c} input channels, but {fmt.name} gives the convolution only {cdata} (nvdla.md 8.1)")
-    precision = infer_precision(arr.dtype, precision, config, "w")
-    if fmt.kind == "fp16" and precision != "fp16":
-        raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) needs fp16 weights, got {precision!r} "
-                               "(nvdla.md 13.1)")
-    _check_rounding(rounding)
-    c_ext = cdata * s
-    atomic_c = config.mac_atomic_c
-    if post_extension == "auto":
-        f = post_extension_factor(cdata, s, r, sx, atomic_c)
-    elif post_extension in (1, 2, 4) and not isinstance(post_extension, bool):
-        f = int(post_extension)
-        if f > 1 and c_ext > atomic_c // f:
-            raise UnsupportedError(f"post_extension: {f} needs C' = Cdata*S = {c_ext} <= mac_atomic_c // {f} = "
-                                   f"{atomic_c // f} (nvdla.md 8.4)")
-        if f > 1 and r // f < 2:
-            raise UnsupportedError(f"post_extension: {f} needs at least two full row groups, but R = {r} gives "
-                                   f"{r // f} (nvdla.md 8.4)")
-    else:
-        raise ValueError(f"post_extension: 'auto', 1, 2 or 4, got {post_extension!r}")
-    elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
-    padded = np.zeros((k, cdata, r, s), dtype=elems.dtype)
-    padded[:, :c] = elems
-    pre = padded.transpose(0, 3, 1, 2).reshape(k, c_ext, r, 1)  # pre[k][s*Cdata + c][r][0] (nvdla.md 8.3)
-    layout = _image_layout(k, c_ext, r, f, precision, config)
-    meaningful = layout.nbytes
-    surface = _roundup(meaningful, config.weight_size_alignment)
-    buf = check_out(out, surface)[:surface] if out is not None else np.empty(surface, dtype=np.uint8)
-    layout._pack_into(pre, buf)
-    if surface > meaningful:
-        buf[meaningful:] = 0
-    es = element_size(precision)
-    return WeightSurfaces._fast(
-        weight=buf, kind="image", precision=precision, shape=(k, c, r, s), packed_shape=(k, c_ext, r, 1),
-        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=c_ext * r * es,
-        meaningful_bytes=meaningful, config=config, post_extension=f, pixel_format=fmt.name)
-
-
-def _unpack_image(surfaces: WeightSurfaces, data: np.ndarray, logical: bool) -> np.ndarray:
-    from npupack.nvdla.pixel import _format
-
-    k, c_ext, r, _ = surfaces.packed_shape
-    layout = _image_layout(k, c_ext, r, surfaces.post_extension, surfaces.precision, surfaces.config)
-    if data.size < layout.nbytes:
-        raise LayoutError(f"surfaces.weight: holds {data.size} bytes, {layout.nbytes} are needed")
-    pre = layout.unpack(data)
-    if not logical:
-        return pre
-    cdata = _format(surfaces.pixel_format).comps
-    k, c, r, s = surfaces.shape
-    return np.ascontiguousarray(pre.reshape(k, s, cdata, r).transpose(0, 2, 3, 1)[:, :c])

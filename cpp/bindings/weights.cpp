@@ -1,0 +1,145 @@
+// Bindings of the NVDLA weight passes that are not affine layouts: the Winograd transform and
+// sparse compression (module npupack._core). Sizes are checked here with the GIL held.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "npupack/errors.hpp"
+#include "npupack/sparse.hpp"
+#include "npupack/winograd.hpp"
+
+namespace py = pybind11;
+using npupack::LayoutError;
+
+namespace {
+
+npupack::WgSource source_type(const py::array& w) {
+  const py::dtype dt = w.dtype();
+  const char kind = dt.kind();
+  const auto size = dt.itemsize();
+  if (kind == 'i' && size == 1) return npupack::WgSource::I8;
+  if (kind == 'u' && size == 1) return npupack::WgSource::U8;
+  if (kind == 'i' && size == 2) return npupack::WgSource::I16;
+  if (kind == 'u' && size == 2) return npupack::WgSource::U16;
+  if (kind == 'f' && size == 2) return npupack::WgSource::F16;
+  if (kind == 'f' && size == 4) return npupack::WgSource::F32;
+  if (kind == 'f' && size == 8) return npupack::WgSource::F64;
+  throw LayoutError("winograd: unsupported weight dtype " + std::string(py::str(dt)));
+}
+
+uint8_t* writable(py::array& a, const char* name) {
+  if (!a.writeable()) throw LayoutError(std::string(name) + " is read-only");
+  if (!(a.flags() & py::array::c_style)) throw LayoutError(std::string(name) + " must be C-contiguous");
+  return static_cast<uint8_t*>(a.mutable_data());
+}
+
+const uint8_t* contiguous(const py::array& a, const char* name) {
+  if (!(a.flags() & py::array::c_style)) throw LayoutError(std::string(name) + " must be C-contiguous");
+  return static_cast<const uint8_t*>(a.data());
+}
+
+int element_bytes(int es) {
+  if (es != 1 && es != 2) throw LayoutError("sparse: element size must be 1 or 2 bytes");
+  return es;
+}
+
+void check_stream(const py::array& stream, int64_t n, int es) {
+  if (n < 0 || stream.nbytes() < n * es) throw LayoutError("sparse: the stream is shorter than n elements");
+}
+
+}  // namespace
+
+void bind_weights(py::module_& m) {
+  m.def(
+      "winograd_pack",
+      [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg, int target,
+         int int_rounding, bool fp16_nearest_away, bool saturate, double scale) {
+        if (w.ndim() != 4) throw LayoutError("winograd: w must be (K, C, R, S)");
+        if (target < 0 || target > 2 || int_rounding < 0 || int_rounding > 2) {
+          throw LayoutError("winograd: bad target or rounding code");
+        }
+        npupack::WinogradSpec sp{};
+        sp.k = w.shape(0), sp.c = w.shape(1), sp.r = w.shape(2), sp.s = w.shape(3);
+        for (int i = 0; i < 4; ++i) sp.stride[i] = w.strides(i);
+        sp.sy = sy, sp.sx = sx, sp.c_pad = c_pad, sp.kpg = kpg;
+        sp.target = static_cast<npupack::WgTarget>(target);
+        sp.int_rounding = static_cast<npupack::IntRounding>(int_rounding);
+        sp.fp16_rounding = fp16_nearest_away ? npupack::Fp16Rounding::NearestAway : npupack::Fp16Rounding::NearestEven;
+        sp.saturate = saturate;
+        sp.scale = scale;
+        const auto type = source_type(w);
+        uint8_t* dst = writable(out, "out");
+        const int64_t size = out.nbytes();
+        const int64_t need = npupack::winograd_bytes(sp);
+        if (size < need) throw LayoutError("winograd: out holds " + std::to_string(size) + " bytes, " +
+                                           std::to_string(need) + " are needed");
+        const char* src = static_cast<const char*>(w.data());
+        py::gil_scoped_release release;
+        npupack::winograd_pack(src, type, sp, reinterpret_cast<char*>(dst), size);
+        return need;
+      },
+      py::arg("w"), py::arg("out"), py::arg("sy"), py::arg("sx"), py::arg("c_pad"), py::arg("kpg"), py::arg("target"),
+      py::arg("int_rounding"), py::arg("fp16_nearest_away"), py::arg("saturate"), py::arg("scale"),
+      "Winograd weights (nvdla.md 9): target 0 int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, "
+      "1 nearest_away, 2 truncate. Returns the meaningful bytes written.");
+  m.def(
+      "sparse_count",
+      [](const py::array& stream, int64_t n, int es, int64_t group_elems) {
+        es = element_bytes(es);
+        check_stream(stream, n, es);
+        if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
+        const uint8_t* s = contiguous(stream, "stream");
+        py::array_t<int64_t> counts(n == 0 ? 0 : (n + group_elems - 1) / group_elems);
+        int64_t* c = counts.mutable_data();
+        py::gil_scoped_release release;
+        npupack::sparse_count(s, n, es, group_elems, c);
+        py::gil_scoped_acquire acquire;
+        return counts;
+      },
+      "Non-zero elements per kernel group (nvdla.md 11.1)");
+  m.def(
+      "sparse_compress",
+      [](const py::array& stream, int64_t n, int es, py::array wmb, py::array data) {
+        es = element_bytes(es);
+        check_stream(stream, n, es);
+        if (wmb.nbytes() < (n + 7) / 8) throw LayoutError("sparse_compress: wmb too small");
+        const uint8_t* s = contiguous(stream, "stream");
+        uint8_t* w = writable(wmb, "wmb");
+        uint8_t* d = writable(data, "data");
+        const int64_t cap = data.nbytes();
+        py::gil_scoped_release release;
+        return npupack::sparse_compress(s, n, es, w, d, cap);
+      },
+      "WMB bits and compacted DATA (nvdla.md 11.1); returns the DATA bytes written");
+  m.def(
+      "sparse_group_popcount",
+      [](const py::array& wmb, int64_t n, int64_t group_elems) {
+        if (n < 0 || wmb.nbytes() * 8 < n) throw LayoutError("sparse: the WMB holds fewer than n bits");
+        if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
+        const uint8_t* w = contiguous(wmb, "wmb");
+        py::array_t<int64_t> counts(n == 0 ? 0 : (n + group_elems - 1) / group_elems);
+        int64_t* c = counts.mutable_data();
+        py::gil_scoped_release release;
+        npupack::sparse_group_popcount(w, n, group_elems, c);
+        py::gil_scoped_acquire acquire;
+        return counts;
+      },
+      "Set WMB bits per kernel group");
+  m.def(
+      "sparse_decompress",
+      [](const py::array& data, const py::array& wmb, int64_t n, int es, py::array out) {
+        es = element_bytes(es);
+        if (n < 0 || wmb.nbytes() * 8 < n) throw LayoutError("decompress: the WMB holds fewer than n bits");
+        if (out.nbytes() < n * es) throw LayoutError("decompress: out too small");
+        const uint8_t* d = contiguous(data, "data");
+        const uint8_t* w = contiguous(wmb, "wmb");
+        uint8_t* o = writable(out, "out");
+        const int64_t size = data.nbytes();
+        py::gil_scoped_release release;
+        npupack::sparse_decompress(d, size, w, n, es, o);
+      },
+      "Expand WMB + DATA into n elements (nvdla.md 11.1)");
+}

@@ -1,0 +1,28 @@
+// NVDLA sparse weight compression: WMB (one mask bit per element, LSB first, continuous over all
+// kernel groups), DATA (the non-zero elements back to back) and WGS (bytes of DATA per kernel
+// group). An element is zero only if all its bits are zero (fp16 -0.0 is stored).
+// Spec: nvdla.md section 11 (seed "Sparse Compression option").
+#pragma once
+#include <cstdint>
+
+namespace npupack {
+
+// Non-zero elements of each kernel group of `group_elems` elements (the last one may be short):
+// counts[g] for g < ceil(n / group_elems). es is 1 or 2 bytes.
+void sparse_count(const uint8_t* stream, int64_t n, int es, int64_t group_elems, int64_t* counts);
+
+// Writes ceil(n/8) bytes of WMB and the non-zero elements to data (capacity data_cap bytes,
+// checked: throws LayoutError when too small, before writing past it). Returns the DATA bytes.
+int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, uint8_t* data, int64_t data_cap);
+
+// Set bits among the first n bits of wmb.
+int64_t sparse_popcount(const uint8_t* wmb, int64_t n);
+
+// Expands n elements from WMB + DATA into out (n * es bytes). Throws LayoutError if DATA holds
+// fewer than popcount * es bytes; nothing is read past data + data_size.
+void sparse_decompress(const uint8_t* data, int64_t data_size, const uint8_t* wmb, int64_t n, int es, uint8_t* out);
+
+// Set bits of each kernel group's range of the mask (the WGS entries divided by es).
+void sparse_group_popcount(const uint8_t* wmb, int64_t n, int64_t group_elems, int64_t* counts);
+
+}  // namespace npupack

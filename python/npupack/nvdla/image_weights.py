@@ -1,0 +1,121 @@
+"""NVDLA image-input weights: zero-pad channels to the pixel format's channel count, channel
+pre-extension ``c' = s*Cdata + c`` and the optional post-extension (nvdla.md 8; seed "Basic
+Weight for image input").
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from npupack.errors import LayoutError, UnsupportedError
+from npupack.layout import BlockedLayout, Dim
+from npupack.nvdla.config import Config, element_size
+from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
+from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_config, check_stride,
+                                    check_unit_scale, kcrs, write_surfaces)
+
+__all__ = ["post_extension_factor"]
+
+
+def post_extension_factor(cdata: int, s: int, r: int, stride_x: int, mac_atomic_c: int) -> int:
+    """nvdla/sw's automatic post-extension choice (nvdla.md 8.4): 4, 2 or 1 for a kernel of width
+    ``s`` and height ``r`` on a ``cdata``-component image read at x stride ``stride_x``."""
+    c_ext = cdata * s
+    if stride_x > s:
+        f = 1
+    elif cdata * stride_x * 3 + c_ext <= mac_atomic_c and c_ext <= mac_atomic_c // 4:
+        f = 4
+    elif cdata * stride_x + c_ext <= mac_atomic_c and c_ext <= mac_atomic_c // 2:
+        f = 2
+    else:
+        f = 1
+    if f > 1 and (c_ext > mac_atomic_c or r // f <= 1):
+        f = 1  # declined; nvdla/sw does not retry with 2
+    return f
+
+
+@lru_cache(maxsize=1024)
+def _post_ext_layout(k: int, c_ext: int, r: int, f: int, precision: str, config: Config) -> BlockedLayout:
+    """Post-extended weights (nvdla.md 8.4): kernel groups (ragged), full row groups of f rows
+    (the last group short, not padded), then each kernel's f rows of C' channels."""
+    return BlockedLayout(
+        [Dim("K", k, (config.kernels_per_group(precision),), ragged=True), Dim("C", c_ext),
+         Dim("R", r, (f,), ragged=True), Dim("S", 1)],
+        [("K", 0), ("R", 0), ("K", 1), ("R", 1), ("C", 0), ("S", 0)], _TARGET_DTYPE[precision])
+
+
+def image_layout(k, c_ext, r, f, precision, config) -> BlockedLayout:
+    """DC mapping for f = 1, the post-extension descriptor otherwise (nvdla.md 8.4, 8.5)."""
+    return _dc_layout((k, c_ext, r, 1), precision, config) if f == 1 else \
+        _post_ext_layout(k, c_ext, r, f, precision, config)
+
+
+def pack_image(w, *, precision, config, groups, stride, pixel_format, post_extension, compress, rounding,
+                saturate, scale, allow_nan, out) -> WeightSurfaces:
+    """kind="image" of :func:`pack_weights` (nvdla.md 8)."""
+    from npupack.nvdla.pixel import _format
+
+    check_config(config)
+    if pixel_format is None:
+        raise ValueError("pixel_format: image-input weights need the pixel format of the input image (nvdla.md 8.1)")
+    fmt = _format(pixel_format)
+    if groups != 1:
+        raise UnsupportedError("groups: image-input weights take groups=1 (nvdla.md 7.1)")
+    _, sx = check_stride(stride)
+    check_unit_scale(scale, "image")
+    compress = check_compress(compress, config)
+    arr = np.asarray(w)
+    k, c, r, s = kcrs(arr.shape, "w")
+    cdata = fmt.comps
+    if c > cdata:
+        raise LayoutError(f"w: {c} input channels, but {fmt.name} gives the convolution only {cdata} (nvdla.md 8.1)")
+    precision = infer_precision(arr.dtype, precision, config, "w")
+    if fmt.kind == "fp16" and precision != "fp16":
+        raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) needs fp16 weights, got {precision!r} "
+                               "(nvdla.md 13.1)")
+    _check_rounding(rounding)
+    c_ext = cdata * s
+    atomic_c = config.mac_atomic_c
+    if post_extension == "auto":
+        f = post_extension_factor(cdata, s, r, sx, atomic_c)
+    elif post_extension in (1, 2, 4) and not isinstance(post_extension, bool):
+        f = int(post_extension)
+        if f > 1 and c_ext > atomic_c // f:
+            raise UnsupportedError(f"post_extension: {f} needs C' = Cdata*S = {c_ext} <= mac_atomic_c // {f} = "
+                                   f"{atomic_c // f} (nvdla.md 8.4)")
+        if f > 1 and r // f < 2:
+            raise UnsupportedError(f"post_extension: {f} needs at least two full row groups, but R = {r} gives "
+                                   f"{r // f} (nvdla.md 8.4)")
+    else:
+        raise ValueError(f"post_extension: 'auto', 1, 2 or 4, got {post_extension!r}")
+    elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
+    padded = np.zeros((k, cdata, r, s), dtype=elems.dtype)
+    padded[:, :c] = elems
+    pre = padded.transpose(0, 3, 1, 2).reshape(k, c_ext, r, 1)  # pre[k][s*Cdata + c][r][0] (nvdla.md 8.3)
+    layout = image_layout(k, c_ext, r, f, precision, config)
+    meaningful = layout.nbytes
+    es = element_size(precision)
+    kpg = config.kernels_per_group(precision)
+    fields = write_surfaces(lambda buf: layout._pack_into(pre, buf), meaningful, precision=precision, config=config,
+                            kernel_group_elements=kpg * c_ext * r, compress=compress,
+                            tail=config.weight_size_alignment, out=out)
+    return WeightSurfaces._fast(
+        kind="image", precision=precision, shape=(k, c, r, s), packed_shape=(k, c_ext, r, 1),
+        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=c_ext * r * es,
+        meaningful_bytes=meaningful, config=config, post_extension=f, pixel_format=fmt.name, **fields)
+
+
+def unpack_image(surfaces: WeightSurfaces, data: np.ndarray, logical: bool) -> np.ndarray:
+    from npupack.nvdla.pixel import _format
+
+    k, c_ext, r, _ = surfaces.packed_shape
+    layout = image_layout(k, c_ext, r, surfaces.post_extension, surfaces.precision, surfaces.config)
+    if data.size < layout.nbytes:
+        raise LayoutError(f"surfaces.weight: holds {data.size} bytes, {layout.nbytes} are needed")
+    pre = layout.unpack(data)
+    if not logical:
+        return pre
+    cdata = _format(surfaces.pixel_format).comps
+    k, c, r, s = surfaces.shape
+    return np.ascontiguousarray(pre.reshape(k, s, cdata, r).transpose(0, 2, 3, 1)[:, :c])

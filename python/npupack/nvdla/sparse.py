@@ -1,0 +1,362 @@
+"""NVDLA sparse weight compression: WMB / DATA / WGS surfaces, their sizes before compressing,
+decompression, and a magnitude-pruning helper for experiments (nvdla.md 11; seed "Sparse
+Compression option").
+
+The input is the uncompressed element stream of one weight surface (after every extension and
+mapping step, without tail): ``n`` elements of ``es`` bytes, split into kernel groups of
+``kernel_group_elements`` consecutive elements (the last group may be short).
+
+* WMB: bit ``i`` = element ``i`` is non-zero, byte ``i // 8``, bit ``i % 8`` (LSB first), one
+  continuous bit stream over all groups.
+* DATA: the non-zero elements in stream order, back to back across groups.
+* WGS: one little-endian uint32 per kernel group, ``es *`` (non-zero elements of the group).
+
+Each surface is zero-padded to a multiple of 128 bytes and is at least 128 bytes. An element is
+zero only when all its bits are zero: fp16 ``-0.0`` (0x8000) is stored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from npupack import _core
+from npupack.errors import LayoutError
+from npupack.layout import check_out
+from npupack.nvdla.config import NV_FULL, Config, PRECISIONS, element_size
+from npupack.nvdla.convert import _TARGET_DTYPE
+
+__all__ = ["SparsityReport", "analyze_sparsity", "compress_weights", "decompress_weights", "prune"]
+
+SURFACE_ALIGNMENT = 128
+
+
+def _surface(nbytes: int) -> int:
+    """Compressed surface size: a multiple of 128 bytes, at least 128 (nvdla.md 11.1)."""
+    return max(SURFACE_ALIGNMENT, -(-nbytes // SURFACE_ALIGNMENT) * SURFACE_ALIGNMENT)
+
+
+@dataclass(frozen=True)
+class SparsityReport:
+    """Sizes of the compressed encoding of one weight stream, computed without building it
+    (nvdla.md 11.1, 11.2). All sizes are bytes.
+
+    Attributes
+    ----------
+    elements, nonzero : int
+        Elements of the stream and how many of them are non-zero (all bits).
+    data_bytes, wmb_bytes, wgs_bytes : int
+        The three compressed surfaces (each a multiple of 128, at least 128).
+    compressed_bytes : int
+        ``data_bytes + wmb_bytes + wgs_bytes``.
+    uncompressed_bytes : int
+        The uncompressed surface (stream rounded up to the tail alignment).
+    group_nonzero : numpy.ndarray
+        int64, non-zero elements per kernel group.
+    group_zero_fraction : numpy.ndarray
+        float64, fraction of zero elements per kernel group.
+    """
+
+    elements: int
+    nonzero: int
+    data_bytes: int
+    wmb_bytes: int
+    wgs_bytes: int
+    compressed_bytes: int
+    uncompressed_bytes: int
+    group_nonzero: np.ndarray
+    group_zero_fraction: np.ndarray
+
+    @property
+    def zero_fraction(self) -> float:
+        """Fraction of zero elements over the whole stream."""
+        return 1.0 - self.nonzero / self.elements if self.elements else 0.0
+
+    @property
+    def pays_off(self) -> bool:
+        """True when the compressed encoding is strictly smaller (``compress="auto"`` picks it)."""
+        return self.compressed_bytes < self.uncompressed_bytes
+
+    @property
+    def ratio(self) -> float:
+        """``uncompressed_bytes / compressed_bytes``."""
+        return self.uncompressed_bytes / self.compressed_bytes
+
+
+def _stream_bytes(stream, precision: str, what: str = "stream") -> tuple[np.ndarray, int]:
+    """The stream as flat C-contiguous uint8 bytes and its element size. uint8 arrays and bytes
+    objects are raw bytes; int8/int16/float16 arrays are elements of ``precision``."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
+    es = element_size(precision)
+    if isinstance(stream, (bytes, bytearray, memoryview)):
+        stream = np.frombuffer(stream, dtype=np.uint8)
+    if not isinstance(stream, np.ndarray):
+        raise TypeError(f"{what}: expected a numpy array or bytes, got {type(stream).__name__}")
+    if stream.dtype == np.uint8:
+        raw = np.ascontiguousarray(stream).reshape(-1)
+        if raw.size % es:
+            raise LayoutError(f"{what}: {raw.size} bytes is not a whole number of {es}-byte {precision} elements")
+        return raw, es
+    if stream.dtype != _TARGET_DTYPE[precision]:
+        raise TypeError(f"{what}: dtype {stream.dtype} does not match precision {precision!r} "
+                        f"(expected {_TARGET_DTYPE[precision]} elements or uint8 bytes)")
+    return np.ascontiguousarray(stream).reshape(-1).view(np.uint8), es
+
+
+def _group_elements(kernel_group_elements) -> int:
+    if isinstance(kernel_group_elements, (bool, np.bool_)) or not isinstance(kernel_group_elements,
+                                                                            (int, np.integer)):
+        raise TypeError(f"kernel_group_elements: expected an integer, got {kernel_group_elements!r}")
+    if kernel_group_elements < 1:
+        raise LayoutError(f"kernel_group_elements: must be >= 1, got {kernel_group_elements}")
+    return int(kernel_group_elements)
+
+
+def _sizes(n: int, nonzero: int, groups: int, es: int) -> tuple[int, int, int]:
+    return _surface(nonzero * es), _surface(-(-n // 8)), _surface(4 * groups)
+
+
+def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_elements: int | None = None,
+                     tail: int = 128) -> SparsityReport:
+    """Sizes of the compressed and uncompressed encodings before compressing (nvdla.md 11.1).
+
+    Parameters
+    ----------
+    stream : numpy.ndarray, bytes or WeightSurfaces
+        The uncompressed element stream (no tail): uint8 bytes, or an int8 / int16 / float16
+        element array of ``precision`` (any shape, read in C order). A WeightSurfaces
+        (uncompressed) supplies its stream, precision, group size and tail alignment itself.
+    precision : {"int8", "int16", "fp16"}
+        Element type of the stream (not needed for a WeightSurfaces).
+    kernel_group_elements : int
+        Elements of a full kernel group (``kpg * C' * R' * S'``); the last group is the rest.
+    tail : int
+        Alignment of the uncompressed surface in bytes (``config.weight_size_alignment``).
+
+    Returns
+    -------
+    SparsityReport
+
+    Raises
+    ------
+    TypeError
+        ``stream`` of another dtype than ``precision``'s elements or uint8.
+    LayoutError
+        A byte stream that is not whole elements; ``kernel_group_elements`` < 1.
+    """
+    from npupack.nvdla.surfaces import WeightSurfaces
+
+    if isinstance(stream, WeightSurfaces):
+        ws = stream
+        if ws.compressed:
+            raise ValueError("stream: the weights are already compressed; analyze the uncompressed surfaces")
+        precision, kernel_group_elements, tail = ws.precision, ws.kernel_group_elements, ws.alignment
+        stream = ws.weight[:ws.meaningful_bytes]
+    elif precision is None or kernel_group_elements is None:
+        raise TypeError("analyze_sparsity: precision= and kernel_group_elements= are required for a raw stream")
+    raw, es = _stream_bytes(stream, precision)
+    group = _group_elements(kernel_group_elements)
+    n = raw.size // es
+    counts = _core.sparse_count(raw, n, es, group)
+    nonzero = int(counts.sum())
+    data, wmb, wgs = _sizes(n, nonzero, counts.size, es)
+    sizes = np.full(counts.size, group, dtype=np.int64)
+    if counts.size:
+        sizes[-1] = n - group * (counts.size - 1)
+    return SparsityReport(
+        elements=n, nonzero=nonzero, data_bytes=data, wmb_bytes=wmb, wgs_bytes=wgs,
+        compressed_bytes=data + wmb + wgs, uncompressed_bytes=-(-raw.size // tail) * tail if raw.size else 0,
+        group_nonzero=counts, group_zero_fraction=1.0 - counts / np.maximum(sizes, 1))
+
+
+def _compress(raw: np.ndarray, es: int, group: int, counts: np.ndarray, out=None) -> dict:
+    n = raw.size // es
+    nonzero = int(counts.sum())
+    data_bytes, wmb_bytes, wgs_bytes = _sizes(n, nonzero, counts.size, es)
+    data = check_out(out, data_bytes)[:data_bytes] if out is not None else np.empty(data_bytes, dtype=np.uint8)
+    wmb = np.zeros(wmb_bytes, dtype=np.uint8)
+    written = _core.sparse_compress(raw, n, es, wmb, data)
+    data[written:] = 0
+    wgs = np.zeros(wgs_bytes, dtype=np.uint8)
+    wgs[:4 * counts.size] = (counts * es).astype("<u4").view(np.uint8)
+    return dict(weight=data, wmb=wmb, wgs=wgs, nonzero=nonzero)
+
+
+def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mode, uncompressed_bytes: int,
+                  out=None) -> dict:
+    """Surface fields for ``pack_weights(compress=True|"auto")``: compressed, or (``"auto"`` when
+    compression is not strictly smaller) the uncompressed surface with its zero tail."""
+    counts = _core.sparse_count(stream, stream.size // es, es, kernel_group_elements)
+    if mode == "auto":
+        data, wmb, wgs = _sizes(stream.size // es, int(counts.sum()), counts.size, es)
+        if data + wmb + wgs >= uncompressed_bytes:
+            buf = check_out(out, uncompressed_bytes)[:uncompressed_bytes] if out is not None else \
+                np.zeros(uncompressed_bytes, dtype=np.uint8)
+            buf[:stream.size] = stream
+            buf[stream.size:] = 0
+            return dict(weight=buf)
+    return _compress(stream, es, kernel_group_elements, counts, out)
+
+
+def compress_weights(stream, *, precision: str, kernel_group_elements: int):
+    """Compress an uncompressed weight stream into DATA, WMB and WGS (nvdla.md 11.1).
+
+    Parameters
+    ----------
+    stream : numpy.ndarray or bytes
+        ``n`` elements: uint8 bytes (``n * es`` of them) or an int8 / int16 / float16 array of
+        ``precision`` (any shape, C order). Not modified.
+    precision : {"int8", "int16", "fp16"}
+    kernel_group_elements : int
+        Elements of a full kernel group; the last group holds the remainder.
+
+    Returns
+    -------
+    (data, wmb, wgs) : three uint8 arrays
+        DATA: non-zero elements (``es`` bytes each, LE) back to back; WMB: ``ceil(n/8)`` bytes of
+        LSB-first mask bits; WGS: ``ceil(n / kernel_group_elements)`` LE uint32 byte counts.
+        Each is zero-padded to a multiple of 128 bytes, at least 128.
+
+    Raises
+    ------
+    TypeError
+        ``stream`` of another dtype than ``precision``'s elements or uint8.
+    LayoutError
+        A byte stream that is not whole elements; ``kernel_group_elements`` < 1.
+    """
+    raw, es = _stream_bytes(stream, precision)
+    group = _group_elements(kernel_group_elements)
+    counts = _core.sparse_count(raw, raw.size // es, es, group)
+    r = _compress(raw, es, group, counts)
+    return r["weight"], r["wmb"], r["wgs"]
+
+
+def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, kernel_group_elements=None):
+    """Expand compressed weights back to the uncompressed element stream (nvdla.md 11.1).
+
+    For each element ``i < n_elements``: WMB bit ``i`` set takes the next ``es`` bytes of DATA,
+    clear gives zero (+0 for fp16). The result does not depend on WGS; when ``wgs`` and
+    ``kernel_group_elements`` are given they are checked against the mask.
+
+    Parameters
+    ----------
+    data, wmb : numpy.ndarray of uint8 or bytes
+        The DATA and WMB surfaces (padding allowed).
+    precision : {"int8", "int16", "fp16"}
+    n_elements : int
+        Elements of the uncompressed stream (``meaningful_bytes / es``).
+    wgs : numpy.ndarray of uint8 or bytes, optional
+        The WGS surface, to verify.
+    kernel_group_elements : int, optional
+        Needed with ``wgs``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int8, int16 or float16 of shape ``(n_elements,)``.
+
+    Raises
+    ------
+    LayoutError
+        The WMB holds fewer than ``n_elements`` bits; DATA is shorter than the mask says; a WGS
+        entry disagrees with the mask (or WGS is too short).
+    TypeError
+        A surface that is not bytes / uint8; ``wgs`` without ``kernel_group_elements``.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
+    es = element_size(precision)
+    data = _raw(data, "data")
+    wmb = _raw(wmb, "wmb")
+    if isinstance(n_elements, (bool, np.bool_)) or not isinstance(n_elements, (int, np.integer)) or n_elements < 0:
+        raise TypeError(f"n_elements: expected an integer >= 0, got {n_elements!r}")
+    n = int(n_elements)
+    if wmb.size * 8 < n:
+        raise LayoutError(f"wmb: holds {wmb.size * 8} mask bits, n_elements = {n} are needed (truncated WMB?)")
+    if wgs is not None:
+        if kernel_group_elements is None:
+            raise TypeError("wgs: checking WGS needs kernel_group_elements=")
+        group = _group_elements(kernel_group_elements)
+        counts = _core.sparse_group_popcount(wmb, n, group)
+        wgs = _raw(wgs, "wgs")
+        if wgs.size < 4 * counts.size:
+            raise LayoutError(f"wgs: holds {wgs.size // 4} entries, {counts.size} kernel groups need one each")
+        entries = wgs[:4 * counts.size].view("<u4").astype(np.int64)
+        bad = np.flatnonzero(entries != counts * es)
+        if bad.size:
+            g = int(bad[0])
+            raise LayoutError(f"wgs: kernel group {g} says {int(entries[g])} bytes, the WMB marks "
+                              f"{int(counts[g]) * es} (corrupted compressed weights)")
+    out = np.empty(n * es, dtype=np.uint8)
+    _core.sparse_decompress(data, wmb, n, es, out)
+    return out.view(_TARGET_DTYPE[precision])
+
+
+def _raw(a, name: str) -> np.ndarray:
+    if isinstance(a, (bytes, bytearray, memoryview)):
+        return np.frombuffer(a, dtype=np.uint8)
+    if not isinstance(a, np.ndarray) or a.dtype != np.uint8:
+        raise TypeError(f"{name}: expected uint8 bytes, got {getattr(a, 'dtype', type(a).__name__)}")
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+def prune(w, sparsity: float, *, precision: str | None = None, config: Config = NV_FULL, kernel_axis: int = 0):
+    """Magnitude pruning per kernel group, for compression experiments.
+
+    Kernels are taken ``kpg = config.kernels_per_group(precision)`` at a time along
+    ``kernel_axis`` (the last group may be short, as in the weight surfaces, nvdla.md 5.2); in
+    each group the ``floor(sparsity * n + 0.5)`` elements of smallest magnitude are set to zero
+    (``n`` = elements of the group; ties broken by position, first first; existing zeros count).
+
+    Parameters
+    ----------
+    w : array_like, (K, C, R, S) (deconvolution: (C_in, K_out, R, S) with ``kernel_axis=1``)
+        Any real dtype. Not modified.
+    sparsity : float
+        Fraction of zeros to reach in each group, 0 <= sparsity <= 1.
+    precision : {"int8", "int16", "fp16"}, optional
+        Decides the group size; inferred like ``pack_weights`` (int8 -> int8, int16 -> int16,
+        floats -> fp16) when omitted. Pass the precision the weights will be packed as.
+    config : Config
+    kernel_axis : int
+        Axis of the kernels (output channels).
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape and dtype as ``w``, a new array.
+
+    Raises
+    ------
+    ValueError
+        ``sparsity`` outside [0, 1] or not finite; ``kernel_axis`` out of range.
+    TypeError
+        A non-real dtype.
+    """
+    from npupack.nvdla.convert import infer_precision
+
+    arr = np.asarray(w)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"w: expected a real array, got dtype {arr.dtype}")
+    try:
+        sparsity = float(sparsity)
+    except (TypeError, ValueError):
+        raise TypeError(f"sparsity: expected a number, got {sparsity!r}") from None
+    if not 0.0 <= sparsity <= 1.0:
+        raise ValueError(f"sparsity: must be in [0, 1], got {sparsity}")
+    if not -arr.ndim <= kernel_axis < arr.ndim:
+        raise ValueError(f"kernel_axis: {kernel_axis} is out of range for {arr.ndim} dimensions")
+    kpg = config.kernels_per_group(infer_precision(arr.dtype, precision, config, "w"))
+    moved = np.moveaxis(arr, kernel_axis, 0)
+    k = moved.shape[0]
+    flat = moved.reshape(k, -1)
+    out = flat.copy()
+    mag = np.abs(flat.astype(np.float64))
+    for k0 in range(0, k, kpg):  # one NumPy pass per kernel group, not per element
+        block = mag[k0:k0 + kpg].reshape(-1)
+        drop = int(np.floor(sparsity * block.size + 0.5))
+        if drop:
+            idx = np.argsort(block, kind="stable")[:drop]
+            out[k0:k0 + kpg].reshape(-1)[idx] = 0
+    return np.moveaxis(out.reshape(moved.shape), 0, kernel_axis)

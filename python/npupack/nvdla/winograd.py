@@ -1,0 +1,121 @@
+"""NVDLA Winograd weights (nvdla.md 9; seed "Basic Weight for Winograd Convolution").
+
+Steps, all in one C++ pass: pad C to the atom (``C_pad``); for strides > 1 extend channels by
+stride phase, ``c' = (py*sx + px)*C_pad + c`` with ``g[k][c'][r][s] = w[k][c][r*sy+py][s*sx+px]``
+(zero outside the kernel), which needs ``ceil(R/sy) == ceil(S/sx) == 3``; transform every 3x3
+slice ``t = G g Gᵀ`` in float64; round to the target precision; map 4x4x4 cubes (c fastest, then
+s, then r), inside a kernel group cube 0 of every kernel, then cube 1, ...; tail to 128 bytes.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from npupack import _core
+from npupack.errors import LayoutError, UnsupportedError
+from npupack.layout import BlockedLayout, Dim
+from npupack.nvdla.config import Config, element_size
+from npupack.nvdla.convert import _TARGET_DTYPE, _first_nan, _ROUNDINGS, convert_elements, infer_precision
+from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_config, check_stride, kcrs, roundup,
+                                    write_surfaces)
+
+__all__ = ["winograd_layout", "winograd_shape", "WINOGRAD_G"]
+
+WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+INT_ROUNDINGS = ("nearest_even", "nearest_away", "truncate")
+_TARGET_CODE = {"int8": 0, "int16": 1, "fp16": 2}
+
+
+def winograd_shape(shape, stride, precision: str, config: Config) -> tuple[int, int, int, int]:
+    """``(K, C_ext, 4, 4)`` for logical weights ``(K, C, R, S)`` at ``stride = (sy, sx)``:
+    ``C_ext = roundup(C, atom_elements) * sy * sx`` (nvdla.md 9.2, 9.3). Raises
+    UnsupportedError when the kernel does not become 3x3 (nvdla.md 9.1)."""
+    k, c, r, s = kcrs(shape, "w")
+    sy, sx = check_stride(stride)
+    ry, rx = -(-r // sy), -(-s // sx)
+    if ry != 3 or rx != 3:
+        raise UnsupportedError(
+            f"w: Winograd needs a kernel that becomes 3x3 after channel extension: ceil(R/sy) = ceil({r}/{sy}) = "
+            f"{ry}, ceil(S/sx) = ceil({s}/{sx}) = {rx} (nvdla.md 9.1)")
+    return k, roundup(c, config.atom_elements(precision)) * sy * sx, 4, 4
+
+
+def winograd_layout(packed_shape, precision: str, config: Config) -> BlockedLayout:
+    """Engine descriptor of the mapped Winograd tensor ``(K, C_ext, 4, 4)`` (nvdla.md 9.6):
+    ragged kernel groups of ``kpg``, 4-channel blocks, nest ``K/kpg, C/4, kpg, R, S, 4``.
+    ``nbytes`` = ``K * C_ext * 16 * es``. Used to unpack; packing runs fused in C++."""
+    return _winograd_layout(kcrs(packed_shape, "packed_shape"), precision, config)
+
+
+@lru_cache(maxsize=1024)
+def _winograd_layout(shape, precision, config) -> BlockedLayout:
+    k, c_ext, r, s = shape
+    if (r, s) != (4, 4) or c_ext % 4:
+        raise LayoutError(f"packed_shape: Winograd weights are (K, C_ext, 4, 4) with C_ext % 4 == 0, got {shape}")
+    return BlockedLayout(
+        [Dim("K", k, (config.kernels_per_group(precision),), ragged=True), Dim("C", c_ext, (4,)),
+         Dim("R", 4), Dim("S", 4)],
+        [("K", 0), ("C", 0), ("K", 1), ("R", 0), ("S", 0), ("C", 1)], _TARGET_DTYPE[precision])
+
+
+def pack_winograd(w, *, precision, config, groups, stride, post_extension, compress, rounding, saturate, scale,
+                  allow_nan, out) -> WeightSurfaces:
+    """kind="winograd" of :func:`npupack.nvdla.pack_weights` (nvdla.md 9)."""
+    check_config(config)
+    if not config.winograd:
+        raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (nvdla.md 9.1; NV_FULL has it)")
+    if groups != 1:
+        raise UnsupportedError("groups: Winograd weights take groups=1 (nvdla.md 9.1)")
+    if post_extension not in ("auto", 1):
+        raise UnsupportedError(f"post_extension: {post_extension!r}; Winograd weights take 'auto' or 1")
+    compress = check_compress(compress, config)
+    arr = np.asarray(w)
+    precision = infer_precision(arr.dtype, precision, config, "w")
+    packed_shape = winograd_shape(arr.shape, stride, precision, config)
+    sy, sx = check_stride(stride)
+    k, c_ext = packed_shape[:2]
+    if precision == "fp16":
+        if rounding not in _ROUNDINGS:
+            raise ValueError(f"rounding: {rounding!r} is not one of {_ROUNDINGS} for fp16 Winograd weights "
+                             "('truncate' is for int8/int16; nvdla.md 9.5)")
+        if scale != 1.0:
+            raise ValueError(f"scale: {scale!r}; fp16 Winograd weights need no scale (nvdla.md 9.5)")
+        src = arr
+        if arr.dtype.kind == "f" and not allow_nan:
+            bad = _first_nan(arr)
+            if bad is None and not np.isfinite(arr).all():
+                raise ValueError("w: INF in Winograd weights (the transform of INF gives NaN); pass finite "
+                                 "weights or allow_nan=True (nvdla.md 9.5)")
+            if bad is not None:
+                raise ValueError(f"w: NaN at index {bad}; NaN weights are rejected unless allow_nan=True "
+                                 "(nvdla.md 2.2.4)")
+    else:
+        if rounding not in INT_ROUNDINGS:
+            raise ValueError(f"rounding: {rounding!r} is not one of {INT_ROUNDINGS} for {precision} Winograd "
+                             "weights (nvdla.md 2.4)")
+        if not saturate:
+            raise ValueError("saturate: integer Winograd weights always saturate to the type's range "
+                             "(nvdla.md 9.5); saturate=False is only for fp16")
+        try:
+            scale = float(scale)
+        except (TypeError, ValueError):
+            raise TypeError(f"scale: expected a number, got {scale!r}") from None
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale: must be finite and > 0, got {scale} (nvdla.md 9.5)")
+        src = convert_elements(arr, precision, what="w")  # integers only; range-checked
+    es = element_size(precision)
+    meaningful = k * c_ext * 16 * es
+
+    def write(buf: np.ndarray) -> None:
+        _core.winograd_pack(src, buf, sy, sx, c_ext // (sy * sx), config.kernels_per_group(precision),
+                            _TARGET_CODE[precision], INT_ROUNDINGS.index(rounding) if precision != "fp16" else 0,
+                            rounding == "nearest_away", bool(saturate), float(scale))
+
+    fields = write_surfaces(write, meaningful, precision=precision, config=config,
+                            kernel_group_elements=config.kernels_per_group(precision) * c_ext * 16,
+                            compress=compress, tail=max(128, config.weight_size_alignment), out=out)
+    return WeightSurfaces._fast(
+        kind="winograd", precision=precision, shape=tuple(arr.shape), packed_shape=packed_shape,
+        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=c_ext * 16 * es,
+        meaningful_bytes=meaningful, config=config, stride=(sy, sx), **fields)

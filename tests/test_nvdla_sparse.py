@@ -1,0 +1,301 @@
+"""NVDLA sparse weight compression against the reference of nvdla.md 11 (worked examples 11.4 /
+16.9, element-by-element reference on exhaustive and random streams, round trips for every weight
+kind and precision, all-zero / no-zero / partial groups, fp16 -0.0, "auto" decisions, sizes
+before compressing, corrupted streams, pruning)."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from npupack import LayoutError, UnsupportedError
+from npupack.nvdla import (NV_SMALL, analyze_sparsity, compress_weights, decompress_weights, pack_weights,
+                           prune, unpack_weights)
+from tests.reference import nvdla as ref
+
+ES = {"int8": 1, "int16": 2, "fp16": 2}
+DTYPE = {"int8": np.int8, "int16": np.int16, "fp16": np.float16}
+
+
+def check_against_reference(stream: np.ndarray, precision: str, group: int):
+    raw = stream.reshape(-1).view(np.uint8)
+    data, wmb, wgs = compress_weights(stream, precision=precision, kernel_group_elements=group)
+    want = ref.compress_loops(raw.tobytes(), ES[precision], group)
+    assert (data.tobytes(), wmb.tobytes(), wgs.tobytes()) == want
+    back = decompress_weights(data, wmb, precision=precision, n_elements=raw.size // ES[precision], wgs=wgs,
+                              kernel_group_elements=group)
+    assert back.view(np.uint8).tobytes() == raw.tobytes()
+    report = analyze_sparsity(stream, precision=precision, kernel_group_elements=group)
+    assert (report.data_bytes, report.wmb_bytes, report.wgs_bytes) == (data.size, wmb.size, wgs.size)
+    return data, wmb, wgs
+
+
+# ---------------------------------------------------------------- worked examples (16.9)
+
+def test_C1():
+    data, wmb, wgs = check_against_reference(np.array([0, 5, 0, 0, -3, 0, 0, 0, 7, 0], np.int8), "int8", 10)
+    assert wmb.tobytes() == bytes([0x12, 0x01]) + bytes(126)
+    assert data.tobytes() == bytes([0x05, 0xFD, 0x07]) + bytes(125)
+    assert wgs.tobytes() == bytes([3, 0, 0, 0]) + bytes(124)
+
+
+def test_C2():
+    data, wmb, wgs = check_against_reference(np.array([1, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4, 5], np.int8), "int8", 6)
+    assert wmb[:2].tolist() == [0x85, 0x0C] and data[:5].tolist() == [1, 2, 3, 4, 5]
+    assert wgs[:8].tolist() == [2, 0, 0, 0, 3, 0, 0, 0] and not wgs[8:].any()
+
+
+def test_C3_negative_zero_is_stored():
+    stream = np.array([0x8000, 0x0000, 0x3C00], np.uint16).view(np.float16)
+    data, wmb, wgs = check_against_reference(stream, "fp16", 3)
+    assert wmb[0] == 0x05 and data[:4].tolist() == [0x00, 0x80, 0x00, 0x3C] and wgs[:4].tolist() == [4, 0, 0, 0]
+    back = decompress_weights(data, wmb, precision="fp16", n_elements=3)
+    assert back.view(np.uint16).tolist() == [0x8000, 0x0000, 0x3C00]
+
+
+def test_C4_all_zero():
+    ws = pack_weights(np.zeros((1, 1, 1, 1), np.int8), compress=True)
+    assert [a.tobytes() for a in (ws.weight, ws.wmb, ws.wgs)] == [bytes(128)] * 3
+    assert ws.nonzero == 0 and ws.encoding == "compressed"
+    assert np.array_equal(unpack_weights(ws), np.zeros((1, 1, 1, 1), np.int8))
+
+
+def sparse_dc(precision, zeros, seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.integers(1, 100, size=(32, 64, 4, 4)).astype(DTYPE[precision])
+    flat = w.reshape(-1)
+    flat[rng.choice(flat.size, zeros, replace=False)] = 0
+    return w
+
+
+@pytest.mark.parametrize("precision, zeros, compressed, total", [
+    ("int8", 4224, False, 32768),               # C5: 28544 + 4096 + 128 = 32768, not strictly smaller
+    ("int8", 4352, True, 28416 + 4096 + 128),   # C6
+    ("fp16", 2048, False, 65536),               # C7: 61440 + 4096 + 128 = 65664 >= 65536
+    ("fp16", 2200, True, 61184 + 4096 + 128),
+])
+def test_C5_C6_C7_auto(precision, zeros, compressed, total):
+    w = sparse_dc(precision, zeros)
+    ws = pack_weights(w, compress="auto")
+    assert ws.compressed is compressed and ws.total_bytes == total
+    assert analyze_sparsity(pack_weights(w)).pays_off is compressed
+    if precision == "fp16":
+        assert ws.kernel_groups == 2
+    assert np.array_equal(unpack_weights(ws), w)
+
+
+def test_C8_and_auto_without_compression():
+    w = np.zeros((2, 2, 1, 1), np.int8)
+    with pytest.raises(UnsupportedError, match="compression"):
+        pack_weights(w, compress=True, config=NV_SMALL)
+    ws = pack_weights(w, compress="auto", config=NV_SMALL)
+    assert not ws.compressed and ws.weight.size == NV_SMALL.weight_size_alignment
+
+
+def test_C_example_4_group_boundary():
+    """DC int8, K = 40 on NV_FULL: two kernel groups; kernel 32's first element is mask bit
+    32*C*R*S (nvdla.md 11.4 example 4)."""
+    C, R, S = 3, 2, 2
+    w = np.zeros((40, C, R, S), np.int8)
+    w[32, 0, 0, 0] = 9
+    ws = pack_weights(w, compress=True)
+    bit = 32 * C * R * S
+    assert ws.wmb[bit // 8] == 1 << (bit % 8) and ws.wmb.sum() == ws.wmb[bit // 8]
+    assert ws.wgs[:8].tolist() == [0, 0, 0, 0, 1, 0, 0, 0] and ws.weight[0] == 9
+
+
+# ---------------------------------------------------------------- streams
+
+@pytest.mark.parametrize("precision", ["int8", "fp16"])
+def test_exhaustive_lengths_and_groups(precision):
+    """Every length 0..70 (so every SIMD tail), group sizes 1, 7, 16 and the whole stream, at
+    zero fractions 0, 0.5 and 1."""
+    rng = np.random.default_rng(1)
+    for n in range(71):
+        for frac in (0.0, 0.5, 1.0):
+            bits = rng.integers(1, 2**(8 * ES[precision]), size=n)
+            bits[rng.random(n) < frac] = 0
+            stream = bits.astype(np.uint8 if ES[precision] == 1 else np.uint16).view(DTYPE[precision])
+            for group in {1, 7, 16, max(n, 1)}:
+                check_against_reference(stream, precision, group)
+
+
+@given(data=st.binary(max_size=1200), precision=st.sampled_from(["int8", "int16", "fp16"]),
+       group=st.integers(1, 300), zero_every=st.integers(1, 5))
+def test_random_streams(data, precision, group, zero_every):
+    raw = bytearray(data[:len(data) // ES[precision] * ES[precision]])
+    raw[::zero_every] = bytes(len(raw[::zero_every]))  # plenty of zeros, some elements half zero
+    check_against_reference(np.frombuffer(bytes(raw), np.uint8), precision, group)
+
+
+def test_numpy_baseline_matches_reference():
+    rng = np.random.default_rng(4)
+    stream = rng.integers(-3, 3, size=5000).astype(np.int16)
+    got = ref.compress_numpy(stream.view(np.uint8), 2, 333)
+    assert tuple(a.tobytes() for a in got) == ref.compress_loops(stream.tobytes(), 2, 333)
+
+
+def test_large_stream_simd_path():
+    rng = np.random.default_rng(8)
+    for precision in ("int8", "fp16"):
+        v = rng.integers(-50, 50, size=1 << 17)
+        stream = v.astype(DTYPE[precision])
+        data, wmb, wgs = compress_weights(stream, precision=precision, kernel_group_elements=4096 + 3)
+        want = ref.compress_numpy(stream.view(np.uint8), ES[precision], 4096 + 3)
+        assert all(np.array_equal(a, b) for a, b in zip((data, wmb, wgs), want))
+        back = decompress_weights(data, wmb, precision=precision, n_elements=stream.size, wgs=wgs,
+                                  kernel_group_elements=4096 + 3)
+        assert np.array_equal(back.view(np.uint8), stream.view(np.uint8))
+
+
+# ---------------------------------------------------------------- every weight kind
+
+def kinds(precision, rng, zero_fraction):
+    info = np.iinfo(np.int8)
+
+    def w(shape):
+        a = rng.integers(info.min, info.max, size=shape)
+        a[rng.random(shape) < zero_fraction] = 0
+        return a.astype(DTYPE[precision])
+
+    yield "dc", w((40, 70, 3, 3)), {}
+    yield "grouped", w((36, 3, 3, 3)), {"groups": 4}
+    yield "image", w((33, 3, 7, 7)), {"kind": "image", "pixel_format": {"fp16": "T_A16B16G16R16_F"}.get(
+        precision, "T_A8B8G8R8"), "stride": (2, 2)}
+    yield "image_post2", w((17, 3, 4, 3)), {"kind": "image", "post_extension": 2, "pixel_format": {
+        "fp16": "T_A16B16G16R16_F"}.get(precision, "T_A8B8G8R8")}
+    yield "deconv", w((20, 18, 4, 4)), {"kind": "deconv", "stride": (2, 2)}
+    yield "winograd", w((33, 20, 3, 3)), {"kind": "winograd"}
+
+
+@pytest.mark.parametrize("zero_fraction", [0.0, 0.5, 0.9, 1.0])
+@pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
+def test_every_kind_round_trips(precision, zero_fraction):
+    rng = np.random.default_rng(int(zero_fraction * 10))
+    for name, w, kw in kinds(precision, rng, zero_fraction):
+        plain = pack_weights(w, **kw)
+        packed = pack_weights(w, compress=True, **kw)
+        plain = plain if isinstance(plain, tuple) else (plain,)
+        packed = packed if isinstance(packed, tuple) else (packed,)
+        for u, c in zip(plain, packed):
+            stream = u.weight[:u.meaningful_bytes]
+            want = ref.compress_numpy(stream, ES[precision], u.kernel_group_elements)
+            assert all(np.array_equal(a, b) for a, b in zip((c.weight, c.wmb, c.wgs), want)), name
+            assert c.meaningful_bytes == u.meaningful_bytes and c.packed_shape == u.packed_shape
+        logical = kw.get("kind") != "winograd"
+        for s in (plain, packed):
+            arg = s if kw.get("kind") == "deconv" else s[0]
+            got = unpack_weights(arg, logical=logical)
+            want = w if logical else unpack_weights(plain[0], logical=False)
+            assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), name
+
+
+def test_fp16_negative_zero_survives_pack():
+    w = np.zeros((2, 3, 1, 1), np.float16)
+    w[1, 2] = -0.0
+    ws = pack_weights(w, compress=True)
+    assert ws.nonzero == 1 and ws.wgs[:4].tolist() == [2, 0, 0, 0]
+    assert unpack_weights(ws).view(np.uint16)[1, 2, 0, 0] == 0x8000
+
+
+def test_compressed_out_buffer():
+    w = sparse_dc("int8", 30000)
+    size = analyze_sparsity(pack_weights(w)).data_bytes
+    out = np.full(size + 64, 0xEE, np.uint8)
+    ws = pack_weights(w, compress=True, out=out)
+    assert np.shares_memory(ws.weight, out) and ws.weight.size == size and (out[size:] == 0xEE).all()
+    with pytest.raises(LayoutError, match="needed"):
+        pack_weights(w, compress=True, out=np.zeros(size - 1, np.uint8))
+
+
+def test_analyze_report():
+    stream = np.array([1, 0, 0, 0, 2, 0, 3, 4], np.int8)
+    r = analyze_sparsity(stream, precision="int8", kernel_group_elements=3)
+    assert r.group_nonzero.tolist() == [1, 1, 2] and r.nonzero == 4 and r.elements == 8
+    assert np.allclose(r.group_zero_fraction, [2 / 3, 2 / 3, 0.0]) and r.zero_fraction == 0.5
+    assert (r.data_bytes, r.wmb_bytes, r.wgs_bytes, r.uncompressed_bytes) == (128, 128, 128, 128)
+    assert not r.pays_off
+
+
+# ---------------------------------------------------------------- corrupted input
+
+def test_corrupted_streams_raise():
+    stream = np.arange(1, 301, dtype=np.int16)
+    data, wmb, wgs = compress_weights(stream, precision="int16", kernel_group_elements=100)
+    with pytest.raises(LayoutError, match="mask bits"):
+        decompress_weights(data, wmb[:30], precision="int16", n_elements=300)
+    with pytest.raises(LayoutError, match="DATA holds"):
+        decompress_weights(data[:500], wmb, precision="int16", n_elements=300)
+    bad = wgs.copy()
+    bad[4] ^= 2
+    with pytest.raises(LayoutError, match="kernel group 1"):
+        decompress_weights(data, wmb, precision="int16", n_elements=300, wgs=bad, kernel_group_elements=100)
+    with pytest.raises(LayoutError, match="entries"):
+        decompress_weights(data, wmb, precision="int16", n_elements=300, wgs=wgs[:8], kernel_group_elements=100)
+    with pytest.raises(TypeError, match="kernel_group_elements"):
+        decompress_weights(data, wmb, precision="int16", n_elements=300, wgs=wgs)
+    ws = pack_weights(np.ones((4, 4, 3, 3), np.int8), compress=True)
+    broken = type(ws)._fast(**{**ws.__dict__, "weight": ws.weight[:8]})
+    with pytest.raises(LayoutError, match="DATA holds"):
+        unpack_weights(broken)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: compress_weights(np.zeros(4, np.int16), precision="int8", kernel_group_elements=2), TypeError,
+     "does not match"),
+    (lambda: compress_weights(np.zeros(3, np.uint8), precision="fp16", kernel_group_elements=2), LayoutError,
+     "whole number"),
+    (lambda: compress_weights(np.zeros(4, np.int8), precision="int8", kernel_group_elements=0), LayoutError, ">= 1"),
+    (lambda: compress_weights([1, 2], precision="int8", kernel_group_elements=1), TypeError, "numpy array"),
+    (lambda: compress_weights(np.zeros(4, np.int8), precision="int4", kernel_group_elements=1), ValueError,
+     "precision"),
+    (lambda: decompress_weights(np.zeros(4, np.int8), np.zeros(1, np.uint8), precision="int8", n_elements=8),
+     TypeError, "uint8"),
+    (lambda: decompress_weights(b"", b"", precision="int8", n_elements=-1), TypeError, "n_elements"),
+    (lambda: analyze_sparsity(np.zeros(4, np.int8)), TypeError, "required"),
+    (lambda: analyze_sparsity(pack_weights(np.ones((1, 1, 1, 1), np.int8), compress=True)), ValueError,
+     "already compressed"),
+])
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_inputs_not_modified():
+    stream = np.array([0, 1, 0, 2], np.int8)
+    before = stream.copy()
+    data, wmb, wgs = compress_weights(stream, precision="int8", kernel_group_elements=2)
+    copies = [a.copy() for a in (data, wmb, wgs)]
+    decompress_weights(data, wmb, precision="int8", n_elements=4, wgs=wgs, kernel_group_elements=2)
+    assert np.array_equal(stream, before) and all(np.array_equal(a, b) for a, b in zip((data, wmb, wgs), copies))
+
+
+# ---------------------------------------------------------------- pruning
+
+@pytest.mark.parametrize("sparsity", [0.0, 0.25, 0.5, 0.9, 1.0])
+def test_prune_per_kernel_group(sparsity):
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((40, 5, 3, 3)).astype(np.float32)
+    before = w.copy()
+    p = prune(w, sparsity, precision="int8")  # kpg 32: groups of 32 and 8 kernels
+    assert np.array_equal(w, before) and p.dtype == w.dtype and p.shape == w.shape
+    for k0, kn in ((0, 32), (32, 8)):
+        block, orig = p[k0:k0 + kn].reshape(-1), w[k0:k0 + kn].reshape(-1)
+        drop = int(np.floor(sparsity * block.size + 0.5))
+        assert (block == 0).sum() == drop
+        kept = np.abs(orig[block != 0])
+        if drop and kept.size:
+            assert np.abs(orig[block == 0]).max() <= kept.min()
+        assert np.array_equal(block[block != 0], orig[block != 0])
+
+
+def test_prune_axis_ties_and_errors():
+    w = np.ones((3, 20, 1, 1), np.int8)  # deconvolution layout: K_out on axis 1, groups of 16
+    p = prune(w, 0.5, kernel_axis=1, precision="int16")
+    assert (p[:, :16] == 0).sum() == 24 and (p[:, 16:] == 0).sum() == 6
+    assert (p[:, :16].transpose(1, 0, 2, 3).reshape(-1)[:24] == 0).all()  # ties: first positions first
+    with pytest.raises(ValueError, match="sparsity"):
+        prune(w, 1.5)
+    with pytest.raises(ValueError, match="kernel_axis"):
+        prune(w, 0.5, kernel_axis=4)
+    with pytest.raises(TypeError, match="real"):
+        prune(np.ones((1, 1, 1, 1), complex), 0.5)

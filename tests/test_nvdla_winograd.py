@@ -1,0 +1,296 @@
+"""NVDLA Winograd weights against the reference of nvdla.md 9 (worked examples 9.7 / 16.7, loop
+nest vs closed form, exhaustive small shapes for every extendable kernel, random shapes, the
+transformed tensor read back, a Winograd F(2x2, 3x3) convolution with the packed weights against
+direct convolution, strided kernels through channel extension, errors)."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from npupack import LayoutError, UnsupportedError
+from npupack.nvdla import NV_FULL, NV_LARGE, Config, pack_weights, unpack_weights, weights_nbytes, winograd_layout
+from tests.reference import nvdla as ref
+
+# A second configuration with Winograd: other atom, group size and tail than NV_FULL.
+SMALL_WG = Config("wg_small", 16, 16, 8, 16, 256, ("int8", "int16", "fp16"), winograd=True, compression=True)
+DTYPE = {"int8": np.int8, "int16": np.int16, "fp16": np.float16}
+# (R, S, sy, sx): every kernel the spec's rule allows up to 9x9, and unequal strides.
+KERNELS = [(3, 3, 1, 1), (5, 5, 2, 2), (6, 6, 2, 2), (7, 7, 3, 3), (8, 8, 3, 3), (9, 9, 3, 3), (3, 5, 1, 2),
+           (3, 6, 1, 2), (6, 3, 2, 1), (5, 9, 2, 3)]
+
+
+def expected(w, precision, config=NV_FULL, stride=(1, 1), **kw):
+    return ref.pack_winograd(w, precision, atom=config.atom_elements(precision),
+                             kpg=config.kernels_per_group(precision), stride=stride,
+                             tail=max(128, config.weight_size_alignment), **kw)
+
+
+def small_ints(rng, shape, lo=-4, hi=4):
+    return rng.integers(lo, hi, size=shape, endpoint=True)
+
+
+G9 = np.arange(9).reshape(1, 1, 3, 3)
+T_97 = [[0.0, 1.5, 0.5, 2.0], [4.5, 9.0, 3.0, 7.5], [1.5, 3.0, 1.0, 2.5], [6.0, 10.5, 3.5, 8.0]]
+
+
+def test_transform_example_9_7():
+    assert ref.winograd_transform(G9.astype(np.float64))[0, 0].tolist() == T_97
+
+
+def test_W1_fp16():
+    ws = pack_weights(G9.astype(np.float32), kind="winograd")
+    assert ws.weight.size == 512 and ws.meaningful_bytes == 512 and ws.packed_shape == (1, 16, 4, 4)
+    bits = ws.weight.view(np.uint16)
+    got = [[int(bits[(r * 4 + s) * 4]) for s in range(4)] for r in range(4)]
+    assert got == [[0x0000, 0x3E00, 0x3800, 0x4000], [0x4480, 0x4880, 0x4200, 0x4780],
+                   [0x3E00, 0x4200, 0x3C00, 0x4100], [0x4600, 0x4940, 0x4300, 0x4800]]
+    assert ws.weight[40:42].tolist() == [0x80, 0x48]
+    mask = np.ones(256, bool)
+    mask[::4][:16] = False
+    assert not bits[mask].any()
+
+
+@pytest.mark.parametrize("kw, rows", [
+    ({}, [[0, 2, 0, 2], [4, 9, 3, 8], [2, 3, 1, 2], [6, 10, 4, 8]]),
+    ({"rounding": "truncate"}, [[0, 1, 0, 2], [4, 9, 3, 7], [1, 3, 1, 2], [6, 10, 3, 8]]),
+    ({"scale": 4}, [[0, 6, 2, 8], [18, 36, 12, 30], [6, 12, 4, 10], [24, 42, 14, 32]]),
+])
+def test_W2_int8(kw, rows):
+    ws = pack_weights(G9.astype(np.int8), kind="winograd", **kw)
+    assert ws.weight.size == 512 and ws.packed_shape == (1, 32, 4, 4)
+    q = ws.weight.view(np.int8)
+    assert [[int(q[(r * 4 + s) * 4]) for s in range(4)] for r in range(4)] == rows
+    assert q[20] == rows[1][1] and q[52] == rows[3][1]
+
+
+def test_W3_offsets():
+    rng = np.random.default_rng(3)
+    w = small_ints(rng, (17, 16, 3, 3)).astype(np.float16)
+    ws = pack_weights(w, kind="winograd")
+    assert ws.meaningful_bytes == 8704 and ws.kernel_groups == 2
+    T = unpack_weights(ws, logical=False)
+    for (k, c, r, s), off in [((1, 0, 0, 0), 128), ((0, 4, 0, 0), 2048), ((3, 5, 2, 1), 2506), ((16, 0, 0, 0), 8192)]:
+        assert 2 * ref.winograd_closed_form(k, c, r, s, 17, 16, 16) == off
+        assert ws.weight[off:off + 2].view(np.float16)[0] == T[k, c, r, s]
+
+
+def test_W4_stride2_5x5():
+    w = np.arange(25).reshape(1, 1, 5, 5).astype(np.int8)
+    g = ref.winograd_extend(w, 2, 2, 32)
+    assert g.shape == (1, 128, 3, 3)
+    assert g[0, 0].tolist() == [[0, 2, 4], [10, 12, 14], [20, 22, 24]]
+    assert g[0, 32].tolist() == [[1, 3, 0], [11, 13, 0], [21, 23, 0]]
+    assert g[0, 64].tolist() == [[5, 7, 9], [15, 17, 19], [0, 0, 0]]
+    assert g[0, 96].tolist() == [[6, 8, 0], [16, 18, 0], [0, 0, 0]]
+    assert not np.delete(g[0], [0, 32, 64, 96], axis=0).any()
+    ws = pack_weights(w, kind="winograd", stride=(2, 2), scale=4)
+    assert ws.weight.size == 2048 and ws.packed_shape == (1, 128, 4, 4)
+    T32 = ref.winograd_round(ref.winograd_transform(g[0, 32]), "int8", scale=4)
+    q = ws.weight.view(np.int8)
+    assert [int(q[8 * 64 + (r * 4 + s) * 4]) for r in range(4) for s in range(4)] == T32.reshape(-1).tolist()
+    assert np.array_equal(ws.weight, expected(w, "int8", stride=(2, 2), scale=4)[0])
+
+
+@pytest.mark.parametrize("shape, stride, config, match", [
+    ((1, 1, 5, 5), (1, 1), NV_FULL, r"ceil\(R/sy\) = ceil\(5/1\) = 5"),   # W5
+    ((1, 1, 7, 7), (2, 2), NV_FULL, r"ceil\(7/2\) = 4"),                    # W6
+    ((1, 1, 3, 3), (1, 1), NV_LARGE, "no Winograd"),                        # W7
+    ((1, 1, 4, 4), (2, 2), NV_FULL, "3x3"),
+    ((1, 1, 1, 1), (1, 1), NV_FULL, "3x3"),
+])
+def test_W5_W6_W7_unsupported(shape, stride, config, match):
+    with pytest.raises(UnsupportedError, match=match):
+        pack_weights(np.zeros(shape, np.int8), kind="winograd", stride=stride, config=config)
+
+
+def test_W8_fp16_options():
+    w = np.ones((1, 1, 3, 3), np.float32)
+    with pytest.raises(ValueError, match="rounding"):
+        pack_weights(w, kind="winograd", rounding="truncate")
+    with pytest.raises(ValueError, match="scale"):
+        pack_weights(w, kind="winograd", scale=2.0)
+
+
+def test_W9_channel_padding():
+    rng = np.random.default_rng(9)
+    w = small_ints(rng, (2, 5, 3, 3)).astype(np.float16)
+    ws = pack_weights(w, kind="winograd")
+    T = unpack_weights(ws, logical=False)
+    assert T.shape == (2, 16, 4, 4) and not T[:, 5:].astype(np.float64).any()
+    assert np.array_equal(ws.weight, expected(w, "fp16")[0])
+
+
+def test_mapping_loops_match_closed_form_and_engine():
+    for K, C_ext, kpg in [(5, 8, 2), (3, 12, 4), (1, 4, 16)]:
+        T = np.arange(K * C_ext * 16, dtype=np.int16).reshape(K, C_ext, 4, 4)
+        stream = ref.winograd_map(T, kpg, 1).view(np.int16)
+        for k, c, r, s in itertools.product(range(K), range(C_ext), range(4), range(4)):
+            assert stream[ref.winograd_closed_form(k, c, r, s, K, C_ext, kpg)] == T[k, c, r, s]
+        cfg = Config("m", 8, 8, 2 * kpg, 8, 128, ("int8", "int16"), winograd=True)
+        layout = winograd_layout((K, C_ext, 4, 4), "int16", cfg)
+        assert np.array_equal(layout.pack(T)[:layout.nbytes], stream.view(np.uint8))
+
+
+@pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
+@pytest.mark.parametrize("R, S, sy, sx", KERNELS)
+def test_exhaustive_small(precision, R, S, sy, sx):
+    """Every extendable kernel; K and C around the group and atom boundaries."""
+    rng = np.random.default_rng(R * 100 + S * 10 + sy)
+    for config in (NV_FULL, SMALL_WG):
+        kpg, atom = config.kernels_per_group(precision), config.atom_elements(precision)
+        for K, C in [(1, 1), (kpg + 1, atom - 1), (kpg, atom + 1)]:
+            w = small_ints(rng, (K, C, R, S), -20, 20).astype(DTYPE[precision])
+            kw = {"scale": 2} if precision != "fp16" else {}
+            ws = pack_weights(w, kind="winograd", stride=(sy, sx), config=config, **kw)
+            want, T = expected(w, precision, config, (sy, sx), **kw)
+            assert np.array_equal(ws.weight, want), (config.name, K, C)
+            assert np.array_equal(unpack_weights(ws, logical=False).view(np.uint8), T.view(np.uint8))
+            assert ws.packed_shape == (K, -(-C // atom) * atom * sy * sx, 4, 4)
+            assert ws.weight.size == weights_nbytes((K, C, R, S), precision=precision, config=config,
+                                                    kind="winograd", stride=(sy, sx))
+
+
+@pytest.mark.parametrize("rounding", ["nearest_even", "nearest_away", "truncate"])
+@pytest.mark.parametrize("precision", ["int8", "int16"])
+def test_integer_rounding_modes_and_saturation(precision, rounding):
+    rng = np.random.default_rng(7)
+    info = np.iinfo(DTYPE[precision])
+    w = rng.integers(info.min, info.max, size=(3, 4, 3, 3), endpoint=True).astype(DTYPE[precision])
+    for scale in (1.0, 0.3, 4.0):
+        ws = pack_weights(w, kind="winograd", rounding=rounding, scale=scale)
+        assert np.array_equal(ws.weight, expected(w, precision, rounding=rounding, scale=scale)[0])
+
+
+@pytest.mark.parametrize("rounding, saturate", [("nearest_even", True), ("nearest_away", False)])
+def test_fp16_from_float32_and_overflow(rounding, saturate):
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((2, 3, 3, 3)) * rng.choice([1e-3, 1.0, 3e4], size=(2, 3, 3, 3))).astype(np.float32)
+    ws = pack_weights(w, kind="winograd", rounding=rounding, saturate=saturate)
+    assert np.array_equal(ws.weight, expected(w, "fp16", rounding=rounding, saturate=saturate)[0])
+
+
+@given(K=st.integers(1, 40), C=st.integers(1, 40), kernel=st.sampled_from(KERNELS),
+       precision=st.sampled_from(["int8", "int16", "fp16"]), seed=st.integers(0, 2**32 - 1))
+def test_random_shapes(K, C, kernel, precision, seed):
+    R, S, sy, sx = kernel
+    rng = np.random.default_rng(seed)
+    w = small_ints(rng, (K, C, R, S), -100, 100).astype(DTYPE[precision])
+    ws = pack_weights(w, kind="winograd", stride=(sy, sx))
+    assert np.array_equal(ws.weight, expected(w, precision, stride=(sy, sx))[0])
+
+
+def test_any_input_dtype_and_strides_input_unchanged():
+    rng = np.random.default_rng(5)
+    base = small_ints(rng, (6, 5, 3, 3), 0, 100)
+    want = pack_weights(base.astype(np.float64), kind="winograd").weight
+    for dt in (np.uint8, np.int16, np.uint16, np.float16, np.float32, np.float64):
+        w = base.astype(dt)
+        assert np.array_equal(pack_weights(w, kind="winograd", precision="fp16").weight, want), dt
+    w = np.asfortranarray(base.astype(np.int8))
+    before = w.copy()
+    view = w[:, :, ::-1, :][:, :, ::-1, :]  # negative strides, same values
+    assert np.array_equal(pack_weights(view, kind="winograd").weight,
+                          pack_weights(np.ascontiguousarray(base.astype(np.int8)), kind="winograd").weight)
+    assert np.array_equal(w, before)
+
+
+# ---------------------------------------------------------------- the weights compute a convolution
+
+BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.float64)
+AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.float64)
+
+
+def winograd_conv(T: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """F(2x2, 3x3) over a (C_ext, H, W) input, stride 1, no padding: 2x2 output tiles, each
+    Aᵀ [Σ_c T[k, c] ⊙ (Bᵀ d_c B)] A."""
+    C, H, W = x.shape
+    oh, ow = H - 2, W - 2
+    y = np.zeros((T.shape[0], oh, ow))
+    for i in range(0, oh, 2):
+        for j in range(0, ow, 2):
+            d = x[:, i:i + 4, j:j + 4]
+            U = BT @ d @ BT.T
+            M = np.einsum("kcrs,crs->krs", T, U)
+            y[:, i:i + 2, j:j + 2] = AT @ M @ AT.T
+    return y
+
+
+def direct_conv(w: np.ndarray, x: np.ndarray, sy: int, sx: int, oh: int, ow: int) -> np.ndarray:
+    K, C, R, S = w.shape
+    y = np.zeros((K, oh, ow))
+    for oy in range(oh):
+        for ox in range(ow):
+            patch = x[:, oy * sy:oy * sy + R, ox * sx:ox * sx + S]
+            y[:, oy, ox] = np.einsum("kcrs,crs->k", w, patch)
+    return y
+
+
+def phase_split(x: np.ndarray, sy: int, sx: int, c_pad: int, h: int, w: int) -> np.ndarray:
+    """The hardware's data-side channel extension: channel (py*sx + px)*C_pad + c holds
+    x[c][i*sy + py][j*sx + px] (nvdla.md 9.3)."""
+    C = x.shape[0]
+    xe = np.zeros((c_pad * sy * sx, h, w))
+    for py in range(sy):
+        for px in range(sx):
+            part = x[:, py::sy, px::sx][:, :h, :w]
+            xe[(py * sx + px) * c_pad:(py * sx + px) * c_pad + C, :part.shape[1], :part.shape[2]] = part
+    return xe
+
+
+@pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
+@pytest.mark.parametrize("R, S, sy, sx", KERNELS)
+def test_winograd_convolution_equals_direct(precision, R, S, sy, sx):
+    rng = np.random.default_rng(R + 7 * S + 31 * sy)
+    K, C = 3, 5
+    w = small_ints(rng, (K, C, R, S), -3, 3).astype(DTYPE[precision])
+    kw = {} if precision == "fp16" else {"scale": 4}  # scale 4 keeps integer weights exact
+    ws = pack_weights(w, kind="winograd", stride=(sy, sx), **kw)
+    T = unpack_weights(ws, logical=False).astype(np.float64) / kw.get("scale", 1)
+    oh = ow = 4  # two 2x2 tiles each way
+    x = rng.integers(-5, 5, size=(C, (oh - 1) * sy + R + sy, (ow - 1) * sx + S + sx)).astype(np.float64)
+    xe = phase_split(x, sy, sx, ws.packed_shape[1] // (sy * sx), oh + 2, ow + 2)
+    assert np.array_equal(winograd_conv(T, xe), direct_conv(w.astype(np.float64), x, sy, sx, oh, ow))
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.float32), kind="winograd", precision="int8"), TypeError,
+     "quantize_weights"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", saturate=False), ValueError, "saturate"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", scale=0), ValueError, "scale"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", scale=float("inf")), ValueError, "scale"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", rounding="up"), ValueError, "rounding"),
+    (lambda: pack_weights(np.ones((2, 1, 3, 3), np.int8), kind="winograd", groups=2), UnsupportedError, "groups"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", post_extension=2), UnsupportedError,
+     "post_extension"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", pixel_format="T_R8"), UnsupportedError,
+     "pixel_format"),
+    (lambda: pack_weights(np.full((1, 1, 3, 3), np.nan, np.float32), kind="winograd"), ValueError, "NaN"),
+    (lambda: pack_weights(np.full((1, 1, 3, 3), np.inf, np.float32), kind="winograd"), ValueError, "INF"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", stride=(0, 1)), LayoutError, "stride"),
+    (lambda: pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd", out=np.zeros(64, np.uint8)), LayoutError,
+     "512 are needed"),
+    (lambda: unpack_weights(pack_weights(np.ones((1, 1, 3, 3), np.int8), kind="winograd")), ValueError,
+     "no logical inverse"),
+])
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_nan_allowed_propagates():
+    w = np.zeros((1, 1, 3, 3), np.float32)
+    w[0, 0, 1, 1] = np.nan
+    T = unpack_weights(pack_weights(w, kind="winograd", allow_nan=True), logical=False)
+    assert np.isnan(T[0, 0, 1:3, 1:3].astype(np.float32)).all() and not np.isnan(T[0, 0, 0].astype(np.float32)).any()
+
+
+def test_out_buffer():
+    w = np.ones((2, 3, 3, 3), np.int16)
+    out = np.full(4096, 0xAB, np.uint8)
+    ws = pack_weights(w, kind="winograd", out=out)
+    assert np.shares_memory(ws.weight, out) and np.array_equal(ws.weight, expected(w, "int16")[0])
+    assert (out[ws.weight.size:] == 0xAB).all()
