@@ -294,3 +294,43 @@ def test_out_buffer():
     ws = pack_weights(w, kind="winograd", out=out)
     assert np.shares_memory(ws.weight, out) and np.array_equal(ws.weight, expected(w, "int16")[0])
     assert (out[ws.weight.size:] == 0xAB).all()
+
+
+@pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
+def test_vectorised_reference_matches_loops(precision):
+    """The NumPy baseline of the benchmarks is the spec's algorithm too."""
+    rng = np.random.default_rng(2)
+    shape = (NV_FULL.kernels_per_group(precision) + 3, 40, 3, 3)
+    w = small_ints(rng, shape, -50, 50).astype(DTYPE[precision])
+    got = ref.pack_winograd_vectorised(w, precision, atom=NV_FULL.atom_elements(precision),
+                                       kpg=NV_FULL.kernels_per_group(precision))
+    assert np.array_equal(got, expected(w, precision)[0])
+    assert np.array_equal(got, pack_weights(w, kind="winograd").weight)
+
+
+@pytest.mark.parametrize("rounding, saturate", [("nearest_even", True), ("nearest_even", False),
+                                                ("nearest_away", True), ("nearest_away", False)])
+def test_fp16_rounding_of_hard_values(rounding, saturate):
+    """t[0][0] = g[0][0], so every slice's corner checks the fp16 rounding of one float64
+    value against to_fp16 (itself checked against the rational oracle): exact ties between two
+    halves and their neighbours one double ulp away, half subnormals, the overflow boundary,
+    INF and NaN (the vectorised and the scalar conversion paths)."""
+    from npupack.nvdla import to_fp16
+
+    rng = np.random.default_rng(17)
+    halves = rng.integers(0, 0x7BFF, size=300).astype(np.uint16).view(np.float16).astype(np.float64)
+    nxt = np.nextafter(halves.astype(np.float16), np.float16(np.inf)).astype(np.float64)
+    ties = (halves + nxt) / 2
+    values = np.concatenate([ties, np.nextafter(ties, np.inf), np.nextafter(ties, -np.inf), halves,
+                             [65504.0, 65519.99, 65520.0, 1e300, 2.0**-25, 2.0**-24 * 1.5, 2.0**-26, 5e-324,
+                              np.inf, np.nan, -0.0]])
+    values = np.concatenate([values, -values])
+    K = -(-values.size // 16)
+    w = np.zeros((K, 16, 3, 3))
+    w[:, :, 0, 0].reshape(-1)[:values.size] = values
+    T = unpack_weights(pack_weights(w, kind="winograd", rounding=rounding, saturate=saturate, allow_nan=True),
+                       logical=False)
+    got = T[:, :, 0, 0].reshape(-1)[:values.size].view(np.uint16)
+    want = to_fp16(values, rounding=rounding, saturate=saturate).view(np.uint16).copy()
+    want[values == 0] = 0  # a computed zero is +0 (nvdla.md 9.4, npupack's rule)
+    assert np.array_equal(got, want)

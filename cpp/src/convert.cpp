@@ -5,30 +5,6 @@
 
 namespace npupack {
 
-namespace {
-
-constexpr uint16_t kMaxHalf = 0x7BFF;  // 65504
-constexpr uint16_t kInfHalf = 0x7C00;
-
-// Rounds a finite, non-zero binary value with unbiased exponent E and significand `sig`
-// (implicit bit included, `mant_bits` fraction bits) to binary16, per nvdla.md 2.2.2.
-inline uint16_t round_to_half(uint16_t sign, int E, uint64_t sig, int mant_bits, Fp16Rounding rounding,
-                              bool saturate) {
-  const uint16_t overflow = sign | (saturate ? kMaxHalf : kInfHalf);
-  if (E < -25) return sign;
-  if (E >= 16) return overflow;
-  const int shift = (mant_bits - 10) + (E < -14 ? -14 - E : 0);
-  uint64_t n = sig >> shift;
-  const uint64_t rem = sig & ((uint64_t{1} << shift) - 1);
-  const uint64_t half = uint64_t{1} << (shift - 1);
-  if (rem > half || (rem == half && (rounding == Fp16Rounding::NearestAway || (n & 1)))) ++n;
-  const uint64_t h = E >= -14 ? (static_cast<uint64_t>(E + 14) << 10) + n : n;
-  if (h >= kInfHalf) return overflow;
-  return static_cast<uint16_t>(sign | h);
-}
-
-}  // namespace
-
 uint16_t fp16_from_float(float x, Fp16Rounding rounding, bool saturate) {
   uint32_t b;
   std::memcpy(&b, &x, sizeof b);
@@ -37,24 +13,10 @@ uint16_t fp16_from_float(float x, Fp16Rounding rounding, bool saturate) {
   const uint32_t m = b & 0x7FFFFF;
   if (e8 == 0xFF) {
     if (m != 0) return static_cast<uint16_t>(sign | 0x7E00 | (m >> 13));  // quiet NaN, payload kept
-    return sign | (saturate ? kMaxHalf : kInfHalf);
+    return sign | (saturate ? detail::kMaxHalf : detail::kInfHalf);
   }
   if (e8 == 0) return sign;  // zero or float32 subnormal: far below half's smallest subnormal
-  return round_to_half(sign, static_cast<int>(e8) - 127, m | 0x800000u, 23, rounding, saturate);
-}
-
-uint16_t fp16_from_double(double x, Fp16Rounding rounding, bool saturate) {
-  uint64_t b;
-  std::memcpy(&b, &x, sizeof b);
-  const uint16_t sign = static_cast<uint16_t>((b >> 48) & 0x8000);
-  const uint64_t e11 = (b >> 52) & 0x7FF;
-  const uint64_t m = b & ((uint64_t{1} << 52) - 1);
-  if (e11 == 0x7FF) {
-    if (m != 0) return static_cast<uint16_t>(sign | 0x7E00 | (m >> 42));
-    return sign | (saturate ? kMaxHalf : kInfHalf);
-  }
-  if (e11 == 0) return sign;
-  return round_to_half(sign, static_cast<int>(e11) - 1023, m | (uint64_t{1} << 52), 52, rounding, saturate);
+  return detail::round_to_half(sign, static_cast<int>(e8) - 127, m | 0x800000u, 23, rounding, saturate);
 }
 
 void to_fp16(const float* in, uint16_t* out, int64_t n, Fp16Rounding rounding, bool saturate) {

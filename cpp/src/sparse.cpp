@@ -9,6 +9,9 @@
 #include <immintrin.h>
 #define NPUPACK_X86 1
 #endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace npupack {
 
@@ -40,6 +43,7 @@ int64_t compress_scalar(const uint8_t* s, int64_t i0, int64_t i1, int es, uint8_
 // front (8 lanes of 1 byte); kCompact2[m] does the same for 8 lanes of 2 bytes.
 struct Tables {
   alignas(16) uint8_t compact1[256][16];
+  alignas(16) uint8_t compact1_hi[256][8];  // compact1 + 8: the same gather on the upper 8 bytes
   alignas(16) uint8_t compact2[256][16];
   alignas(16) uint8_t expand1[256][16];
   alignas(16) uint8_t expand2[256][16];
@@ -47,12 +51,14 @@ struct Tables {
     for (int m = 0; m < 256; ++m) {
       int j = 0;
       std::memset(compact1[m], 0x80, 16);
+      std::memset(compact1_hi[m], 0x80, 8);
       std::memset(compact2[m], 0x80, 16);
       std::memset(expand1[m], 0x80, 16);
       std::memset(expand2[m], 0x80, 16);
       for (int i = 0; i < 8; ++i) {
         if (!(m >> i & 1)) continue;
         compact1[m][j] = static_cast<uint8_t>(i);
+        compact1_hi[m][j] = static_cast<uint8_t>(8 + i);
         compact2[m][2 * j] = static_cast<uint8_t>(2 * i);
         compact2[m][2 * j + 1] = static_cast<uint8_t>(2 * i + 1);
         expand1[m][i] = static_cast<uint8_t>(j);
@@ -72,7 +78,7 @@ const Tables& tables() {
 // 16 elements (es = 1) or 8 elements (es = 2) per step: compare with zero, movemask for the WMB
 // bits, pshufb to compact. Stores are 16 bytes wide, so a step runs only while 16 bytes of
 // capacity remain; the rest goes to the scalar loop.
-__attribute__((target("ssse3"))) int64_t compress_ssse3(const uint8_t* s, int64_t n, int es, uint8_t* wmb,
+__attribute__((target("ssse3,popcnt"))) int64_t compress_ssse3(const uint8_t* s, int64_t n, int es, uint8_t* wmb,
                                                          uint8_t* data, int64_t cap) {
   const Tables& T = tables();
   const __m128i zero = _mm_setzero_si128();
@@ -84,13 +90,15 @@ __attribute__((target("ssse3"))) int64_t compress_ssse3(const uint8_t* s, int64_
       const unsigned lo = m & 0xFF, hi = m >> 8;
       wmb[i >> 3] = static_cast<uint8_t>(lo);
       wmb[(i >> 3) + 1] = static_cast<uint8_t>(hi);
-      const __m128i a = _mm_shuffle_epi8(v, _mm_load_si128(reinterpret_cast<const __m128i*>(T.compact1[lo])));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(data + pos), a);
-      pos += __builtin_popcount(lo);
-      const __m128i b = _mm_shuffle_epi8(_mm_srli_si128(v, 8),
-                                         _mm_load_si128(reinterpret_cast<const __m128i*>(T.compact1[hi])));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(data + pos), b);
-      pos += __builtin_popcount(hi);
+      // One shuffle compacts both halves in place: kept bytes of 0..7 to the front of the low
+      // half, of 8..15 to the front of the high half; two 8-byte stores put them back to back.
+      const __m128i ctrl = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(T.compact1[lo])),
+                                              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(T.compact1_hi[hi])));
+      const __m128i c = _mm_shuffle_epi8(v, ctrl);
+      const int n_lo = __builtin_popcount(lo);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(data + pos), c);
+      _mm_storeh_pd(reinterpret_cast<double*>(data + pos + n_lo), _mm_castsi128_pd(c));
+      pos += n_lo + __builtin_popcount(hi);
     }
   } else {
     for (; i + 8 <= n && pos + 16 <= cap; i += 8) {
@@ -108,7 +116,7 @@ __attribute__((target("ssse3"))) int64_t compress_ssse3(const uint8_t* s, int64_
   return compress_scalar(s, i, n, es, wmb, data, pos, cap);
 }
 
-__attribute__((target("ssse3"))) void decompress_ssse3(const uint8_t* data, int64_t data_size, const uint8_t* wmb,
+__attribute__((target("ssse3,popcnt"))) void decompress_ssse3(const uint8_t* data, int64_t data_size, const uint8_t* wmb,
                                                         int64_t n, int es, uint8_t* out, int64_t& i_done,
                                                         int64_t& pos_done) {
   const Tables& T = tables();
@@ -134,7 +142,7 @@ __attribute__((target("ssse3"))) void decompress_ssse3(const uint8_t* data, int6
 bool has_ssse3() {
   static const bool yes = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("ssse3") != 0;
+    return __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
   }();
   return yes;
 }
@@ -142,17 +150,38 @@ bool has_ssse3() {
 
 }  // namespace
 
+namespace {
+
+// Non-zero elements of [i0, i1). SSE2 (baseline on x86-64): zero lanes are counted in 8-bit
+// (es = 1, at most 255 steps) or 16-bit (es = 2) accumulators, then summed.
+int64_t count_range(const uint8_t* s, int64_t i0, int64_t i1, int es) {
+  int64_t zeros = 0, i = i0;
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  const int64_t lanes = 16 / es;
+  while (i + lanes <= i1) {
+    const int64_t steps_left = (i1 - i) / lanes;
+    const int64_t steps = steps_left < 255 ? steps_left : 255;
+    __m128i acc = zero;
+    for (int64_t k = 0; k < steps; ++k, i += lanes) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i * es));
+      acc = es == 1 ? _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, zero)) : _mm_sub_epi16(acc, _mm_cmpeq_epi16(v, zero));
+    }
+    if (es == 2) acc = _mm_packus_epi16(acc, zero);  // each 16-bit count <= 255
+    const __m128i sums = _mm_sad_epu8(acc, zero);
+    zeros += _mm_cvtsi128_si64(sums) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
+  }
+#endif
+  for (; i < i1; ++i) zeros += !nonzero(s + i * es, es);
+  return (i1 - i0) - zeros;
+}
+
+}  // namespace
+
 void sparse_count(const uint8_t* stream, int64_t n, int es, int64_t group_elems, int64_t* counts) {
   for (int64_t g = 0, i0 = 0; i0 < n; ++g, i0 += group_elems) {
     const int64_t i1 = n - i0 < group_elems ? n : i0 + group_elems;
-    int64_t c = 0;
-    // Branch-free, so the compiler vectorises both loops.
-    if (es == 1) {
-      for (int64_t i = i0; i < i1; ++i) c += stream[i] != 0;
-    } else {
-      for (int64_t i = i0; i < i1; ++i) c += (stream[2 * i] | stream[2 * i + 1]) != 0;
-    }
-    counts[g] = c;
+    counts[g] = count_range(stream, i0, i1, es);
   }
 }
 
@@ -164,7 +193,10 @@ int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, 
   return compress_scalar(stream, 0, n, es, wmb, data, 0, data_cap);
 }
 
-int64_t sparse_popcount(const uint8_t* wmb, int64_t n) {
+namespace {
+
+template <bool Hw>
+int64_t popcount_bits(const uint8_t* wmb, int64_t n) {
   int64_t c = 0, i = 0;
   for (; i + 64 <= n; i += 64) {
     uint64_t w;
@@ -173,6 +205,23 @@ int64_t sparse_popcount(const uint8_t* wmb, int64_t n) {
   }
   for (; i < n; ++i) c += (wmb[i >> 3] >> (i & 7)) & 1;
   return c;
+}
+
+#ifdef NPUPACK_X86
+// The same loop compiled with the popcnt instruction (without it the builtin is a bit-trick
+// sequence several times slower).
+__attribute__((target("popcnt"))) int64_t popcount_bits_hw(const uint8_t* wmb, int64_t n) {
+  return popcount_bits<true>(wmb, n);
+}
+#endif
+
+}  // namespace
+
+int64_t sparse_popcount(const uint8_t* wmb, int64_t n) {
+#ifdef NPUPACK_X86
+  if (has_ssse3()) return popcount_bits_hw(wmb, n);  // has_ssse3 also checks popcnt
+#endif
+  return popcount_bits<false>(wmb, n);
 }
 
 void sparse_group_popcount(const uint8_t* wmb, int64_t n, int64_t group_elems, int64_t* counts) {

@@ -1,11 +1,19 @@
 #include "npupack/winograd.hpp"
 
 #include <cmath>
+#include <type_traits>
 #include <cstring>
 #include <string>
 
 #include "npupack/checked.hpp"
 #include "npupack/errors.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#if defined(__SSE2__)
+#define NPUPACK_WG_SSE2 1
+#endif
 
 namespace npupack {
 
@@ -13,15 +21,22 @@ namespace {
 
 int64_t target_bytes(WgTarget t) { return t == WgTarget::I8 ? 1 : 2; }
 
-// Binary16 bits -> double, exactly (every half value is a double).
-double half_to_double(uint16_t h) {
-  const int e = (h >> 10) & 0x1F;
-  const int m = h & 0x3FF;
+// Binary16 bits -> double, exactly (every half value is a double), by bit assembly.
+inline double half_to_double(uint16_t h) {
+  const uint64_t sign = static_cast<uint64_t>(h & 0x8000) << 48;
+  const uint64_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
   double v;
-  if (e == 0) v = std::ldexp(static_cast<double>(m), -24);
-  else if (e == 31) v = m ? std::nan("") : HUGE_VAL;
-  else v = std::ldexp(static_cast<double>(m | 0x400), e - 25);
-  return (h & 0x8000) ? -v : v;
+  if (e == 0) {
+    v = static_cast<double>(m) * 5.9604644775390625e-08;  // m * 2^-24, exact
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    b |= sign;
+    std::memcpy(&v, &b, 8);
+    return v;
+  }
+  const uint64_t b = sign | ((e == 31 ? uint64_t{2047} : e - 15 + 1023) << 52) | (m << 42);
+  std::memcpy(&v, &b, 8);
+  return v;
 }
 
 template <WgSource S>
@@ -48,77 +63,213 @@ inline double load(const char* p) {
   return 0.0;
 }
 
-// t = G g G^T with G = [[1,0,0],[.5,.5,.5],[.5,-.5,.5],[0,0,1]]. Scaling by 0.5 is exact, so
-// this is the matrix product whatever the association; zero results are made +0 (`+ 0.0`)
-// because the sign of a computed zero depends only on the evaluation order (nvdla.md 9.4).
-inline void transform(const double g[9], double t[16]) {
-  double a[12];  // a = G g, 4x3
+// t = G g G^T with G = [[1,0,0],[.5,.5,.5],[.5,-.5,.5],[0,0,1]] for four channels at once
+// (g[j][lane], t[i][lane]: the lane loops vectorise). Scaling by 0.5 is exact, so this is the
+// matrix product whatever the association; zero results are made +0 (`+ 0.0`) because the sign
+// of a computed zero depends only on the evaluation order (nvdla.md 9.4).
+inline void transform4(const double g[9][4], double t[16][4]) {
+  double a[12][4];  // a = G g, 4x3
   for (int j = 0; j < 3; ++j) {
-    const double g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
-    a[j] = g0;
-    a[3 + j] = 0.5 * (g0 + g1 + g2);
-    a[6 + j] = 0.5 * (g0 - g1 + g2);
-    a[9 + j] = g2;
+    for (int l = 0; l < 4; ++l) {
+      const double g0 = g[j][l], g1 = g[3 + j][l], g2 = g[6 + j][l];
+      a[j][l] = g0;
+      a[3 + j][l] = 0.5 * (g0 + g1 + g2);
+      a[6 + j][l] = 0.5 * (g0 - g1 + g2);
+      a[9 + j][l] = g2;
+    }
   }
   for (int i = 0; i < 4; ++i) {
-    const double a0 = a[3 * i], a1 = a[3 * i + 1], a2 = a[3 * i + 2];
-    t[4 * i] = a0 + 0.0;
-    t[4 * i + 1] = 0.5 * (a0 + a1 + a2) + 0.0;
-    t[4 * i + 2] = 0.5 * (a0 - a1 + a2) + 0.0;
-    t[4 * i + 3] = a2 + 0.0;
+    for (int l = 0; l < 4; ++l) {
+      const double a0 = a[3 * i][l], a1 = a[3 * i + 1][l], a2 = a[3 * i + 2][l];
+      t[4 * i][l] = a0 + 0.0;
+      t[4 * i + 1][l] = 0.5 * (a0 + a1 + a2) + 0.0;
+      t[4 * i + 2][l] = 0.5 * (a0 - a1 + a2) + 0.0;
+      t[4 * i + 3][l] = a2 + 0.0;
+    }
   }
 }
 
-template <class Q>
-inline Q round_int(double v, IntRounding mode, double lo, double hi) {
-  double r;
-  switch (mode) {
-    case IntRounding::NearestEven: r = std::nearbyint(v); break;  // default FP mode: ties to even
-    case IntRounding::NearestAway: r = std::round(v); break;
-    default: r = std::trunc(v); break;
+// Integer rounding of n values (v * scale) without libm calls or branches: clamped to
+// [lo - 1, hi + 1] first, so the int32 conversions are exact; adding and subtracting 1.5 * 2^52
+// rounds to nearest even in the default rounding mode (built without -ffast-math, so the
+// compiler keeps both operations).
+constexpr double kMagic = 6755399441055744.0;
+
+template <IntRounding M>
+inline int32_t round_one(double v, double scale, double lo, double hi) {
+  v *= scale;
+  v = v < lo - 1.0 ? lo - 1.0 : v;
+  v = v > hi + 1.0 ? hi + 1.0 : v;
+  int32_t r;
+  if constexpr (M == IntRounding::NearestEven) {
+    r = static_cast<int32_t>((v + kMagic) - kMagic);
+  } else if constexpr (M == IntRounding::NearestAway) {
+    r = static_cast<int32_t>(v);
+    const double d = v - r;
+    r += (d >= 0.5) - (d <= -0.5);
+  } else {
+    r = static_cast<int32_t>(v);
   }
-  r = r < lo ? lo : (r > hi ? hi : r);
-  return static_cast<Q>(r);
+  r = r < lo ? static_cast<int32_t>(lo) : r;
+  return r > hi ? static_cast<int32_t>(hi) : r;
 }
 
-// One 4x4x4 cube (4 channels c0..c0+3 of kernel k), lanes c fastest, then s, then r.
-template <WgSource S, WgTarget T>
-void cube(const char* src, const WinogradSpec& sp, int64_t k, int64_t c0, char* dst) {
-  using Out = std::conditional_t<T == WgTarget::I8, int8_t, uint16_t>;
-  Out vals[64];
+#ifdef NPUPACK_WG_SSE2
+// Two values at a time with SSE2 (baseline on x86-64): the same operations as round_one.
+template <IntRounding M>
+inline __m128i round_two(__m128d v, __m128d scale, __m128d lo1, __m128d hi1) {
+  v = _mm_min_pd(_mm_max_pd(_mm_mul_pd(v, scale), lo1), hi1);
+  if constexpr (M == IntRounding::NearestEven) {
+    const __m128d magic = _mm_set1_pd(kMagic);
+    return _mm_cvttpd_epi32(_mm_sub_pd(_mm_add_pd(v, magic), magic));
+  } else if constexpr (M == IntRounding::NearestAway) {
+    const __m128i r = _mm_cvttpd_epi32(v);
+    const __m128d d = _mm_sub_pd(v, _mm_cvtepi32_pd(r));
+    const __m128i up = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpge_pd(d, _mm_set1_pd(0.5))), 0x08);
+    const __m128i down = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmple_pd(d, _mm_set1_pd(-0.5))), 0x08);
+    return _mm_add_epi32(_mm_sub_epi32(r, up), down);
+  } else {
+    return _mm_cvttpd_epi32(v);
+  }
+}
+
+// 64 values -> int8 or int16 (saturating packs; values are already within lo - 1 .. hi + 1).
+template <IntRounding M, class Q>
+inline void round_cube(const double* t, double scale, Q* out) {
+  constexpr bool kInt8 = sizeof(Q) == 1;
+  const __m128d s = _mm_set1_pd(scale);
+  const __m128d lo1 = _mm_set1_pd(kInt8 ? -129.0 : -32769.0), hi1 = _mm_set1_pd(kInt8 ? 128.0 : 32768.0);
+  for (int i = 0; i < 64; i += 8) {
+    __m128i q[4];
+    for (int j = 0; j < 4; ++j) q[j] = round_two<M>(_mm_loadu_pd(t + i + 2 * j), s, lo1, hi1);
+    const __m128i a = _mm_unpacklo_epi64(q[0], q[1]), b = _mm_unpacklo_epi64(q[2], q[3]);
+    const __m128i w = _mm_packs_epi32(a, b);  // 8 x int16, saturated
+    if constexpr (kInt8) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), _mm_packs_epi16(w, w));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), w);
+    }
+  }
+}
+#else
+template <IntRounding M, class Q>
+inline void round_cube(const double* t, double scale, Q* out) {
+  constexpr double lo = sizeof(Q) == 1 ? -128.0 : -32768.0, hi = sizeof(Q) == 1 ? 127.0 : 32767.0;
+  for (int i = 0; i < 64; ++i) out[i] = static_cast<Q>(round_one<M>(t[i], scale, lo, hi));
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#define NPUPACK_WG_F16C 1
+// 64 doubles -> binary16, round to nearest even, with F16C. Converting through float would round
+// twice, so the double -> float step rounds to odd instead (truncate, then set the last bit if
+// anything was lost): float keeps 13 more bits than half, and rounding to odd first then to
+// nearest even gives the correctly rounded half (the classic double-rounding fix). INF results
+// of finite inputs and INF inputs become +-65504 when saturating, like fp16_from_double.
+__attribute__((target("avx,f16c"))) void fp16_cube_f16c(const double* t, uint16_t* out, bool saturate) {
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));
+  const __m128i one = _mm_set1_epi32(1);
+  for (int i = 0; i < 64; i += 8) {
+    __m128i h[2];
+    for (int j = 0; j < 2; ++j) {
+      const __m256d d = _mm256_loadu_pd(t + i + 4 * j);
+      const __m128 f = _mm256_cvtpd_ps(d);
+      const __m256d back = _mm256_cvtps_pd(f);
+      const __m128i inexact = _mm_castps_si128(_mm256_cvtpd_ps(_mm256_cmp_pd(back, d, _CMP_NEQ_UQ)));
+      const __m128i away = _mm_castps_si128(_mm256_cvtpd_ps(
+          _mm256_cmp_pd(_mm256_and_pd(back, abs_mask), _mm256_and_pd(d, abs_mask), _CMP_GT_OQ)));
+      __m128i bits = _mm_castps_si128(f);
+      bits = _mm_add_epi32(bits, away);                    // away is -1 where |f| > |d|: one step toward 0
+      bits = _mm_or_si128(bits, _mm_and_si128(inexact, one));  // sticky bit
+      h[j] = _mm_cvtps_ph(_mm_castsi128_ps(bits), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    __m128i v = _mm_unpacklo_epi64(h[0], h[1]);
+    if (saturate) {
+      const __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00));
+      v = _mm_sub_epi16(v, _mm_and_si128(inf, _mm_set1_epi16(1)));  // 0x7C00 -> 0x7BFF, keeps the sign
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), v);
+  }
+}
+
+bool has_f16c() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  }();
+  return yes;
+}
+#endif
+
+// Where the four lanes of a 4-channel block read from: source channel and stride phase.
+// Computed once per block (integer division is slow), shared by every kernel.
+struct Lanes {
+  int64_t c[4], py[4], px[4];
+  bool plain;  // stride 1 and four real channels: 3x3 taps, no bounds checks
+};
+
+Lanes lanes_of(const WinogradSpec& sp, int64_t c0) {
+  Lanes L{};
   for (int l = 0; l < 4; ++l) {
-    const int64_t ce = c0 + l;
-    const int64_t phase = ce / sp.c_pad, c = ce % sp.c_pad;
-    const int64_t py = phase / sp.sx, px = phase % sp.sx;
-    double g[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-    if (c < sp.c) {
-      const char* base = src + k * sp.stride[0] + c * sp.stride[1];
+    const int64_t ce = c0 + l, phase = ce / sp.c_pad;
+    L.c[l] = ce % sp.c_pad;
+    L.py[l] = phase / sp.sx;
+    L.px[l] = phase % sp.sx;
+  }
+  L.plain = sp.sy == 1 && sp.sx == 1 && c0 + 3 < sp.c;
+  return L;
+}
+
+// One 4x4x4 cube (4 channels of kernel k), lanes c fastest, then s, then r.
+template <WgSource S, WgTarget T, IntRounding M>
+void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, char* dst) {
+  double g[9][4];
+  for (int l = 0; l < 4; ++l) {
+    const char* base = src + k * sp.stride[0] + L.c[l] * sp.stride[1];
+    if (L.plain) {
       for (int r = 0; r < 3; ++r) {
-        const int64_t rr = r * sp.sy + py;
-        if (rr >= sp.r) break;
-        for (int s = 0; s < 3; ++s) {
-          const int64_t ss = s * sp.sx + px;
-          if (ss >= sp.s) break;
-          g[3 * r + s] = load<S>(base + rr * sp.stride[2] + ss * sp.stride[3]);
-        }
+        for (int s = 0; s < 3; ++s) g[3 * r + s][l] = load<S>(base + r * sp.stride[2] + s * sp.stride[3]);
       }
+      continue;
     }
-    double t[16];
-    transform(g, t);
-    for (int i = 0; i < 16; ++i) {
-      if constexpr (T == WgTarget::F16) {
-        vals[4 * i + l] = fp16_from_double(t[i], sp.fp16_rounding, sp.saturate);
-      } else if constexpr (T == WgTarget::I8) {
-        vals[4 * i + l] = round_int<int8_t>(t[i] * sp.scale, sp.int_rounding, -128.0, 127.0);
-      } else {
-        vals[4 * i + l] = static_cast<uint16_t>(round_int<int16_t>(t[i] * sp.scale, sp.int_rounding, -32768.0, 32767.0));
+    for (int j = 0; j < 9; ++j) g[j][l] = 0.0;
+    if (L.c[l] >= sp.c) continue;
+    for (int r = 0; r < 3; ++r) {
+      const int64_t rr = r * sp.sy + L.py[l];
+      if (rr >= sp.r) break;
+      for (int s = 0; s < 3; ++s) {
+        const int64_t ss = s * sp.sx + L.px[l];
+        if (ss >= sp.s) break;
+        g[3 * r + s][l] = load<S>(base + rr * sp.stride[2] + ss * sp.stride[3]);
       }
     }
   }
-  std::memcpy(dst, vals, sizeof vals);  // little-endian host: elements are stored LE
+  double t[16][4];
+  transform4(g, t);
+  const double* tv = &t[0][0];  // element order i*4 + lane = the cube's memory order
+  if constexpr (T == WgTarget::F16) {
+    uint16_t vals[64];
+#ifdef NPUPACK_WG_F16C
+    if (sp.fp16_rounding == Fp16Rounding::NearestEven && has_f16c()) {
+      fp16_cube_f16c(tv, vals, sp.saturate);
+      std::memcpy(dst, vals, sizeof vals);
+      return;
+    }
+#endif
+    for (int i = 0; i < 64; ++i) vals[i] = fp16_from_double(tv[i], sp.fp16_rounding, sp.saturate);
+    std::memcpy(dst, vals, sizeof vals);  // little-endian host: elements are stored LE
+  } else if constexpr (T == WgTarget::I8) {
+    int8_t vals[64];
+    round_cube<M>(tv, sp.scale, vals);
+    std::memcpy(dst, vals, sizeof vals);
+  } else {
+    int16_t vals[64];
+    round_cube<M>(tv, sp.scale, vals);
+    std::memcpy(dst, vals, sizeof vals);
+  }
 }
 
-template <WgSource S, WgTarget T>
+template <WgSource S, WgTarget T, IntRounding M>
 void pack_all(const char* src, const WinogradSpec& sp, char* dst) {
   const int64_t es = target_bytes(T);
   const int64_t c_ext = sp.c_pad * sp.sy * sp.sx;
@@ -136,17 +287,27 @@ void pack_all(const char* src, const WinogradSpec& sp, char* dst) {
         std::memset(row, 0, static_cast<size_t>(kn * cube_bytes));
         continue;
       }
-      for (int64_t k = k0; k < k0 + kn; ++k) cube<S, T>(src, sp, k, c0, row + (k - k0) * cube_bytes);
+      const Lanes lanes = lanes_of(sp, c0);
+      for (int64_t k = k0; k < k0 + kn; ++k) cube<S, T, M>(src, sp, k, lanes, row + (k - k0) * cube_bytes);
     }
+  }
+}
+
+template <WgSource S, WgTarget T>
+void dispatch_rounding(const char* src, const WinogradSpec& sp, char* dst) {
+  switch (sp.int_rounding) {
+    case IntRounding::NearestEven: pack_all<S, T, IntRounding::NearestEven>(src, sp, dst); break;
+    case IntRounding::NearestAway: pack_all<S, T, IntRounding::NearestAway>(src, sp, dst); break;
+    default: pack_all<S, T, IntRounding::Truncate>(src, sp, dst); break;
   }
 }
 
 template <WgSource S>
 void dispatch_target(const char* src, const WinogradSpec& sp, char* dst) {
   switch (sp.target) {
-    case WgTarget::I8: pack_all<S, WgTarget::I8>(src, sp, dst); break;
-    case WgTarget::I16: pack_all<S, WgTarget::I16>(src, sp, dst); break;
-    default: pack_all<S, WgTarget::F16>(src, sp, dst); break;
+    case WgTarget::I8: dispatch_rounding<S, WgTarget::I8>(src, sp, dst); break;
+    case WgTarget::I16: dispatch_rounding<S, WgTarget::I16>(src, sp, dst); break;
+    default: pack_all<S, WgTarget::F16, IntRounding::NearestEven>(src, sp, dst); break;
   }
 }
 

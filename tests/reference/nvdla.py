@@ -413,3 +413,23 @@ def compress_numpy(stream: np.ndarray, es: int, group_elems: int):
         return np.concatenate([b.view(np.uint8), np.zeros(size - b.nbytes, np.uint8)])
 
     return pad(data), pad(wmb), pad(wgs)
+
+
+def pack_winograd_vectorised(w: np.ndarray, precision: str, *, atom: int, kpg: int, tail: int = 128):
+    """nvdla.md 9 for stride 1 with NumPy only (the benchmark baseline): channel padding by
+    np.pad, the transform as one broadcast matmul, rounding by astype / rint + clip (fp16 without
+    saturation: NumPy's cast), the cube mapping as one transpose per kernel group."""
+    K, C = w.shape[:2]
+    c_pad = -(-C // atom) * atom
+    g = np.pad(w.astype(np.float64), ((0, 0), (0, c_pad - C), (0, 0), (0, 0)))
+    t = WINOGRAD_G @ g @ WINOGRAD_G.T + 0.0
+    if precision == "fp16":
+        T = t.astype(np.float16)
+    else:
+        info = np.iinfo(np.int8 if precision == "int8" else np.int16)
+        T = np.clip(np.rint(t), info.min, info.max).astype(info.dtype)
+    parts = [T[k0:k0 + kpg].reshape(-1, c_pad // 4, 4, 4, 4).transpose(1, 0, 3, 4, 2).reshape(-1)
+             for k0 in range(0, K, kpg)]
+    stream = np.concatenate(parts).view(np.uint8)
+    size = -(-stream.size // tail) * tail
+    return np.concatenate([stream, np.zeros(size - stream.size, np.uint8)])

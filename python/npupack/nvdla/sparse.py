@@ -170,33 +170,44 @@ def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_eleme
         group_nonzero=counts, group_zero_fraction=1.0 - counts / np.maximum(sizes, 1))
 
 
-def _compress(raw: np.ndarray, es: int, group: int, counts: np.ndarray, out=None) -> dict:
+def _compress(raw: np.ndarray, es: int, group: int, out=None) -> dict:
+    """One pass: WMB and DATA together, then the group counts from the WMB. Without ``out`` the
+    DATA buffer is allocated for the worst case (every element non-zero; untouched pages cost
+    nothing) and ``weight`` is its first ``data_bytes``; with ``out`` the non-zeros are counted
+    first so that ``out`` is checked before anything is written."""
     n = raw.size // es
-    nonzero = int(counts.sum())
-    data_bytes, wmb_bytes, wgs_bytes = _sizes(n, nonzero, counts.size, es)
-    data = check_out(out, data_bytes)[:data_bytes] if out is not None else np.empty(data_bytes, dtype=np.uint8)
-    wmb = np.zeros(wmb_bytes, dtype=np.uint8)
+    groups = -(-n // group)
+    wmb_bytes, wgs_bytes = _surface(-(-n // 8)), _surface(4 * groups)
+    if out is None:
+        data = np.empty(_surface(n * es), dtype=np.uint8)
+    else:
+        data = check_out(out, _surface(int(_core.sparse_count(raw, n, es, group).sum()) * es))
+    wmb = np.empty(wmb_bytes, dtype=np.uint8)
     written = _core.sparse_compress(raw, n, es, wmb, data)
+    wmb[-(-n // 8):] = 0
+    data_bytes = _surface(written)
+    data = data[:data_bytes]
     data[written:] = 0
+    counts = _core.sparse_group_popcount(wmb, n, group)
     wgs = np.zeros(wgs_bytes, dtype=np.uint8)
-    wgs[:4 * counts.size] = (counts * es).astype("<u4").view(np.uint8)
-    return dict(weight=data, wmb=wmb, wgs=wgs, nonzero=nonzero)
+    wgs[:4 * groups] = (counts * es).astype("<u4").view(np.uint8)
+    return dict(weight=data, wmb=wmb, wgs=wgs, nonzero=written // es)
 
 
 def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mode, uncompressed_bytes: int,
                   out=None) -> dict:
     """Surface fields for ``pack_weights(compress=True|"auto")``: compressed, or (``"auto"`` when
     compression is not strictly smaller) the uncompressed surface with its zero tail."""
-    counts = _core.sparse_count(stream, stream.size // es, es, kernel_group_elements)
     if mode == "auto":
+        counts = _core.sparse_count(stream, stream.size // es, es, kernel_group_elements)
         data, wmb, wgs = _sizes(stream.size // es, int(counts.sum()), counts.size, es)
         if data + wmb + wgs >= uncompressed_bytes:
             buf = check_out(out, uncompressed_bytes)[:uncompressed_bytes] if out is not None else \
-                np.zeros(uncompressed_bytes, dtype=np.uint8)
+                np.empty(uncompressed_bytes, dtype=np.uint8)
             buf[:stream.size] = stream
             buf[stream.size:] = 0
             return dict(weight=buf)
-    return _compress(stream, es, kernel_group_elements, counts, out)
+    return _compress(stream, es, kernel_group_elements, out)
 
 
 def compress_weights(stream, *, precision: str, kernel_group_elements: int):
@@ -226,9 +237,7 @@ def compress_weights(stream, *, precision: str, kernel_group_elements: int):
         A byte stream that is not whole elements; ``kernel_group_elements`` < 1.
     """
     raw, es = _stream_bytes(stream, precision)
-    group = _group_elements(kernel_group_elements)
-    counts = _core.sparse_count(raw, raw.size // es, es, group)
-    r = _compress(raw, es, group, counts)
+    r = _compress(raw, es, _group_elements(kernel_group_elements))
     return r["weight"], r["wmb"], r["wgs"]
 
 

@@ -16,7 +16,8 @@ from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim
 from npupack.nvdla.config import Config, element_size
-from npupack.nvdla.convert import _TARGET_DTYPE, _first_nan, _ROUNDINGS, convert_elements, infer_precision
+from npupack.nvdla.convert import (_ROUNDINGS, _TARGET_DTYPE, _first_nan, _fp16_has_inf, convert_elements,
+                                   infer_precision)
 from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_config, check_stride, kcrs, roundup,
                                     write_surfaces)
 
@@ -84,7 +85,8 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
         src = arr
         if arr.dtype.kind == "f" and not allow_nan:
             bad = _first_nan(arr)
-            if bad is None and not np.isfinite(arr).all():
+            has_inf = _fp16_has_inf(arr) if arr.dtype == np.float16 else not np.isfinite(arr).all()
+            if bad is None and has_inf:
                 raise ValueError("w: INF in Winograd weights (the transform of INF gives NaN); pass finite "
                                  "weights or allow_nan=True (nvdla.md 9.5)")
             if bad is not None:
