@@ -90,6 +90,11 @@ __attribute__((target("ssse3,popcnt"))) int64_t compress_ssse3(const uint8_t* s,
       const unsigned lo = m & 0xFF, hi = m >> 8;
       wmb[i >> 3] = static_cast<uint8_t>(lo);
       wmb[(i >> 3) + 1] = static_cast<uint8_t>(hi);
+      if (m == 0xFFFF) {  // dense weights: a plain copy (the branch is predictable either way)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(data + pos), v);
+        pos += 16;
+        continue;
+      }
       // One shuffle compacts both halves in place: kept bytes of 0..7 to the front of the low
       // half, of 8..15 to the front of the high half; two 8-byte stores put them back to back.
       const __m128i ctrl = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(T.compact1[lo])),
@@ -106,7 +111,7 @@ __attribute__((target("ssse3,popcnt"))) int64_t compress_ssse3(const uint8_t* s,
       const __m128i z = _mm_cmpeq_epi16(v, zero);
       const unsigned m = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_packs_epi16(z, z))) & 0xFFu;
       wmb[i >> 3] = static_cast<uint8_t>(m);
-      const __m128i a = _mm_shuffle_epi8(v, _mm_load_si128(reinterpret_cast<const __m128i*>(T.compact2[m])));
+      const __m128i a = m == 0xFF ? v : _mm_shuffle_epi8(v, _mm_load_si128(reinterpret_cast<const __m128i*>(T.compact2[m])));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(data + pos), a);
       pos += 2 * __builtin_popcount(m);
     }
