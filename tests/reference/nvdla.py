@@ -433,3 +433,42 @@ def pack_winograd_vectorised(w: np.ndarray, precision: str, *, atom: int, kpg: i
     stream = np.concatenate(parts).view(np.uint8)
     size = -(-stream.size // tail) * tail
     return np.concatenate([stream, np.zeros(size - stream.size, np.uint8)])
+
+
+# ---------------------------------------------------------------- section 12: SDP operands
+
+def sdp_per_channel(components, *, E, data_size):
+    """nvdla.md 12.2 per channel: component j of channel c at c*eb + j*data_size, padded to
+    roundup(C, E)*eb bytes. ``components``: list of integer or float16 arrays (C,)."""
+    C = components[0].size
+    eb = len(components) * data_size
+    out = bytearray(-(-C // E) * E * eb)
+    for c in range(C):
+        for j, comp in enumerate(components):
+            out[c * eb + j * data_size:c * eb + (j + 1) * data_size] = _le_bytes(comp[c], data_size)
+    return bytes(out)
+
+
+def sdp_per_element(components, *, E, data_size, atom, line_stride=None, surface_stride=None):
+    """nvdla.md 12.2 per element, by the address formula, element by element."""
+    C, H, W = components[0].shape
+    eb = len(components) * data_size
+    row = W * E * eb
+    ls = line_stride if line_stride is not None else -(-row // atom) * atom
+    ss = surface_stride if surface_stride is not None else H * ls
+    G = -(-C // E)
+    size = (G - 1) * ss + (H - 1) * ls + -(-row // atom) * atom
+    out = bytearray(size)
+    for c in range(C):
+        for h in range(H):
+            for w in range(W):
+                a = (c // E) * ss + h * ls + w * E * eb + (c % E) * eb
+                for j, comp in enumerate(components):
+                    out[a + j * data_size:a + (j + 1) * data_size] = _le_bytes(comp[c, h, w], data_size)
+    return bytes(out), ls, ss
+
+
+def _le_bytes(v, data_size):
+    if isinstance(v, np.floating) and np.asarray(v).dtype == np.float16:
+        return np.asarray(v, np.float16).view(np.uint16).tobytes()
+    return int(v).to_bytes(data_size, "little", signed=True)

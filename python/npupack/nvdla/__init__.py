@@ -9,6 +9,9 @@ from npupack.nvdla.weights import (WeightSurfaces, dc_layout, pack_weights, post
                                    weights_nbytes)
 from npupack.nvdla.sparse import SparsityReport, analyze_sparsity, compress_weights, decompress_weights, prune
 from npupack.nvdla.winograd import winograd_layout
+from npupack.nvdla.sdp import (SdpOperand, bytes_per_atom, factorize_scales, pack_batchnorm, pack_bias, pack_eltwise,
+                               pack_prelu, quantize_bias, unpack_sdp)
+from npupack.nvdla.rules import ALIGNMENT, check_alignment, check_precision
 
 __all__ = [
     "Config", "PRECISIONS", "NV_FULL", "NV_LARGE", "NV_SMALL", "NV_SMALL_256", "NV_MEDIUM_512",
@@ -17,4 +20,6 @@ __all__ = [
     "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout", "PIXEL_FORMATS", "PixelFormat", "PixelPlanes",
     "pack_pixels", "unpack_pixels", "pixel_line_strides", "convert_pixel_precision", "post_extension_factor",
     "SparsityReport", "analyze_sparsity", "compress_weights", "decompress_weights", "prune", "winograd_layout",
+    "SdpOperand", "bytes_per_atom", "pack_bias", "pack_prelu", "pack_batchnorm", "pack_eltwise", "unpack_sdp",
+    "quantize_bias", "factorize_scales", "ALIGNMENT", "check_alignment", "check_precision",
 ]

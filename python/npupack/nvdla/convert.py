@@ -64,7 +64,7 @@ def to_fp16(x, *, rounding: str = "nearest_even", saturate: bool = True) -> np.n
         arr = arr.astype(np.float64)
     elif arr.dtype not in (np.float32, np.float64):
         raise TypeError(f"x: expected a real (integer or float) array, got dtype {arr.dtype}")
-    src = np.ascontiguousarray(arr)
+    src = arr if arr.flags.c_contiguous else arr.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
     out = np.empty(src.shape, dtype=np.uint16)
     conv = _core.to_fp16_f32 if src.dtype == np.float32 else _core.to_fp16_f64
     conv(src.reshape(-1), out.reshape(-1), nearest_away, bool(saturate))
