@@ -71,7 +71,9 @@ def test_fp16_float64_rounds_once_against_definition(x, rounding, saturate):
 def test_fp16_double_rounding_is_avoided():
     # 1 + 2^-11 + 2^-40: float32 would round it to the tie 1 + 2^-11 (-> 0x3C00); the float64
     # value is above the tie and must give 0x3C01.
-    assert bits(np.float64(1 + 2**-11 + 2**-40))[0] == 0x3C01
+    assert bits(np.array([1 + 2**-11 + 2**-40]))[0] == 0x3C01
+    scalar = to_fp16(np.float64(1 + 2**-11 + 2**-40))
+    assert scalar.shape == () and scalar.view(np.uint16) == 0x3C01  # 0-d stays 0-d
 
 
 def test_fp16_nan_and_float16_input():
