@@ -20,11 +20,11 @@ def _cmd_pack(args) -> int:
     pixel_format = None if args.no_image else args.pixel_format
     manifest = pack_model(model, args.output, config=config, precision=args.precision, quantize=args.quantize,
                           pixel_format=pixel_format, winograd=args.winograd, compress=args.compress,
-                          progress=not args.no_progress)
+                          image=args.image, calibration=args.calibration, progress=not args.no_progress)
     s = manifest["summary"]
     print(f"npupack: {s['layers']} conv layers of {model.name}: {s['packed']} packed, {s['unsupported']} "
           f"unsupported, {s['error']} failed; {s['bytes_in']} bytes in, {s['bytes_out']} bytes out; "
-          f"{s['seconds']:.2f} s -> {Path(args.output) / 'manifest.json'}")
+          f"{s['seconds']:.2f} s -> {Path(args.output) / ('image.bin' if args.image else 'manifest.json')}")
     for layer in manifest["layers"]:
         if layer["status"] == "error":
             print(f"npupack: layer {layer['name']}: {layer['reason']}", file=sys.stderr)
@@ -117,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "as Winograd weights (default off)")
     pk.add_argument("--compress", default="off", choices=["off", "on", "auto"],
                     help="sparse weight compression (WMB/WGS); auto: only where it is smaller (default off)")
+    pk.add_argument("--image", action="store_true",
+                    help="one aligned image.bin with every weight, WMB/WGS, bias and batch-norm surface")
+    pk.add_argument("--calibration", type=Path, default=None,
+                    help="calibration table (JSON, tensor -> scale or min/max) for integer bias, rescale and "
+                         "batch-norm operands")
     pk.add_argument("-o", "--output", required=True, help="output directory")
     pk.add_argument("--no-progress", action="store_true", help="no progress bar")
     pk.set_defaults(func=_cmd_pack)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from npupack import __version__
 from npupack.files import sha256_file, write_atomic
-from npupack.model import load_onnx
+from npupack.model import load_batchnorms, load_onnx
+from npupack.operands import batchnorm_operand, conv_operand, load_calibration
 from npupack.nvdla import Config, pack_weights, quantize_weights
 
 __all__ = ["pack_model"]
@@ -102,23 +103,66 @@ def _unsupported_reason(layer):
     return None
 
 
-def _write_surfaces(ws, out: Path, stem: str) -> dict:
-    """Write one weight surface (and WMB / WGS when compressed); manifest fields of the files."""
-    fields = {}
-    for part, arr in (("weight", ws.weight), ("wmb", ws.wmb), ("wgs", ws.wgs)):
-        if arr is None:
-            continue
-        path = out / f"{stem}.{part}.bin"
+def _sha(arr) -> str:
+    return hashlib.sha256(memoryview(arr)).hexdigest()
+
+
+class _FileSink:
+    """One file per surface (``<stem>.weight.bin``, ``.wmb.bin``, ``.wgs.bin``, ``.sdp.bin``)."""
+
+    def __init__(self, out: Path):
+        self.out = out
+
+    def _file(self, stem: str, part: str, arr) -> dict:
+        path = self.out / f"{stem}.{part}.bin"
         write_atomic(path, arr)
-        fields[part] = {"file": path.name, "offset": 0, "size": int(arr.size),
-                        "sha256": hashlib.sha256(memoryview(arr)).hexdigest()}
-    main = fields.pop("weight")
-    return {"encoding": ws.encoding, "file": main["file"], "offset": 0, "size": main["size"],
-            "alignment": ws.alignment, "sha256": main["sha256"], "nonzero": ws.nonzero, **fields}
+        return {"file": path.name, "offset": 0, "size": int(arr.size), "sha256": _sha(arr)}
+
+    def weights(self, stem: str, ws) -> dict:
+        fields = {p: self._file(stem, p, a) for p, a in (("weight", ws.weight), ("wmb", ws.wmb), ("wgs", ws.wgs))
+                  if a is not None}
+        return {"encoding": ws.encoding, **fields.pop("weight"), "alignment": ws.alignment, "nonzero": ws.nonzero,
+                **fields}
+
+    def operand(self, stem: str, op) -> dict:
+        return self._file(stem, "sdp", op.data)
+
+    def finish(self, manifest: dict) -> dict:
+        write_atomic(self.out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
+        return manifest
+
+
+class _ImageSink:
+    """Every surface placed in one ``image.bin`` by a MemoryPlan (nvdla.md 15)."""
+
+    def __init__(self, out: Path, config: Config):
+        from npupack.nvdla import MemoryPlan
+
+        self.out = out
+        self.plan = MemoryPlan(config)
+
+    @staticmethod
+    def _fields(p, arr) -> dict:
+        return {"file": "image.bin", "offset": p.offset, "size": p.size, "sha256": _sha(arr)}
+
+    def weights(self, stem: str, ws) -> dict:
+        placed = self.plan.add_weights(stem, ws)
+        fields = {"encoding": ws.encoding, **self._fields(placed[0], ws.weight), "alignment": placed[0].alignment,
+                  "nonzero": ws.nonzero}
+        if ws.compressed:
+            fields.update(wmb=self._fields(placed[1], ws.wmb), wgs=self._fields(placed[2], ws.wgs))
+        return fields
+
+    def operand(self, stem: str, op) -> dict:
+        return self._fields(self.plan.add_operand(stem, op), op.data)
+
+    def finish(self, manifest: dict) -> dict:
+        return self.plan.write(self.out, extra=manifest)
 
 
 def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", quantize: str = "per_filter",
-               pixel_format="auto", winograd: str = "off", compress: str = "off", progress: bool = True) -> dict:
+               pixel_format="auto", winograd: str = "off", compress: str = "off", image: bool = False,
+               calibration=None, progress: bool = True) -> dict:
     """Pack every ``Conv`` and ``ConvTranspose`` layer of an ONNX model as NVDLA weights.
 
     Parameters
@@ -143,13 +187,23 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     compress : {"off", "on", "auto"}
         Sparse weight compression (nvdla.md 11); "auto" compresses a surface only when that is
         strictly smaller; the manifest's ``encoding`` says which was chosen.
+    image : bool
+        Place every surface (weights, WMB/WGS, SDP operands) in one ``image.bin`` with each
+        surface's start and size alignment (:class:`npupack.nvdla.MemoryPlan`) instead of one
+        file per surface; the manifest gives each surface's offset in the image.
+    calibration : path, optional
+        Calibration table (NVIDIA's JSON schema) with the activation scales that integer bias,
+        rescale and batch-norm operands need. fp16 operands need none; integer ones are
+        skipped (with a note) without it.
     progress : bool
         Show a progress bar (tqdm, on a terminal).
 
     Returns
     -------
     dict
-        The manifest (also written to ``out_dir/manifest.json``). Each layer has ``status``
+        The manifest (also written to ``out_dir/manifest.json``). Layers with a bias or an
+        integer rescale have an ``sdp`` entry; ``batchnorms`` lists the BatchNormalization
+        operands. Each layer has ``status``
         ``"packed"``, ``"unsupported"`` (with ``reason``) or ``"error"`` (with ``reason``); packed
         layers give kind, logical and packed shapes, precision, scales, and per surface the
         encoding, file, offset, size, alignment and sha256 (``wmb`` / ``wgs`` entries when
@@ -175,7 +229,10 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     if pixel_format == "auto":
         pixel_format = DEFAULT_PIXEL_FORMAT[precision]
     layers = load_onnx(model_path)
+    batchnorms = load_batchnorms(model_path)
+    scales = None if calibration is None else load_calibration(calibration, precision)
     out.mkdir(parents=True, exist_ok=True)
+    sink = _ImageSink(out, config) if image else _FileSink(out)
     bar = _progress(layers, progress)
     entries, bytes_in, bytes_out = [], 0, 0
     for index, layer in enumerate(bar):
@@ -189,28 +246,37 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
             entry.update(status="unsupported", reason=reason)
             continue
         try:
-            result, scales, extra = _pack_layer(layer, config, precision, quantize, pixel_format, winograd,
-                                                compress_mode)
+            result, scales_used, extra = _pack_layer(layer, config, precision, quantize, pixel_format, winograd,
+                                                     compress_mode)
         except (ValueError, TypeError) as e:
             entry.update(status="error", reason=f"{type(e).__name__}: {e}")
             continue
         sets = result if isinstance(result, tuple) else (result,)
         ws = sets[0]
+        # Winograd int16 weights carry winograd_scale: the accumulator is that much larger.
+        sw = None if scales_used is None else scales_used / extra.get("winograd_scale", 1.0)
         entry.update(
             status="packed", kind=ws.kind, precision=ws.precision, pixel_format=ws.pixel_format,
             post_extension=ws.post_extension,
-            quantization=None if scales is None else quantize,
-            scales=None if scales is None else [float(s) for s in scales], **extra,
+            quantization=None if scales_used is None else quantize,
+            scales=None if scales_used is None else [float(s) for s in scales_used], **extra,
             packed_shape=list(ws.packed_shape), kernel_groups=ws.kernel_groups,
             bytes_per_kernel=ws.bytes_per_kernel, meaningful_bytes=ws.meaningful_bytes)
         stem = f"{index:03d}_{_safe(layer.name)}"
         if ws.kind == "deconv":
-            entry["sets"] = [{"phase": list(s.phase), **_write_surfaces(s, out, f"{stem}.set{i}")}
+            entry["sets"] = [{"phase": list(s.phase), **sink.weights(f"{stem}.set{i}", s)}
                              for i, s in enumerate(sets)]
         else:
-            entry.update(_write_surfaces(ws, out, stem))
+            entry.update(sink.weights(stem, ws))
         bytes_in += layer.weights.nbytes
         bytes_out += sum(s.total_bytes for s in sets)
+        bytes_out += _emit_operand(entry, sink, f"{stem}.sdp", conv_operand, layer, precision, config, sw, scales)
+    bn_entries = []
+    for index, bn in enumerate(batchnorms):
+        entry = {"name": bn.name, "input": bn.input_name, "output": bn.output_name}
+        bn_entries.append(entry)
+        bytes_out += _emit_operand(entry, sink, f"bn{index:03d}_{_safe(bn.name)}.sdp", batchnorm_operand, bn,
+                                   precision, config, scales)
     seconds = time.perf_counter() - t0
     counts = {s: sum(e["status"] == s for e in entries) for s in ("packed", "unsupported", "error")}
     manifest = {
@@ -218,12 +284,30 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         "config": {**asdict(config), "precisions": list(config.precisions)},
         "precision": precision, "winograd": winograd, "compress": compress,
         "model": {"file": model_path.name, "sha256": sha256_file(model_path)},
-        "layers": entries,
+        "calibration": None if calibration is None else Path(calibration).name,
+        "layers": entries, "batchnorms": bn_entries,
         "summary": {"layers": len(entries), **counts, "bytes_in": bytes_in, "bytes_out": bytes_out,
                     "seconds": round(seconds, 3)},
     }
-    write_atomic(out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
-    return manifest
+    return sink.finish(manifest)
+
+
+def _emit_operand(entry: dict, sink, stem: str, make, *args) -> int:
+    """Pack an SDP operand with ``make(*args)`` and record it under ``entry["sdp"]``; returns
+    the bytes written. Problems are reported in the entry, not raised."""
+    try:
+        op, fields = make(*args)
+    except (ValueError, TypeError) as e:
+        entry["sdp"] = {"status": "error", "reason": f"{type(e).__name__}: {e}"}
+        return 0
+    if op is None:
+        if fields:
+            entry["sdp"] = fields
+        return 0
+    entry["sdp"] = {"status": "packed", **fields, "mode": op.mode, "precision": op.precision,
+                    "components": op.components, "data_size": op.data_size, "shape": list(op.shape),
+                    **sink.operand(stem, op)}
+    return op.nbytes
 
 
 def _progress(items, enabled: bool):

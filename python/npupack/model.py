@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["ConvLayer", "load_onnx"]
+__all__ = ["ConvLayer", "BatchNormLayer", "load_onnx", "load_batchnorms"]
 
 _CONV_OPS = ("Conv", "ConvTranspose")
 
@@ -45,6 +45,8 @@ class ConvLayer:
         The tensor the convolution reads.
     reads_graph_input : bool
         True when that tensor is an input of the model (an image-input layer candidate).
+    output_name : str
+        The tensor it writes.
     """
 
     name: str
@@ -59,6 +61,24 @@ class ConvLayer:
     note: Optional[str] = None
     input_name: str = ""
     reads_graph_input: bool = False
+    output_name: str = ""
+
+
+@dataclass(frozen=True)
+class BatchNormLayer:
+    """One ``BatchNormalization`` node: ``y = (x - mean) * scale / sqrt(var + epsilon) + bias``
+    per channel. Arrays are float32 ``(C,)``; None when not constants of the model (``note``
+    says why)."""
+
+    name: str
+    scale: Optional[np.ndarray]
+    bias: Optional[np.ndarray]
+    mean: Optional[np.ndarray]
+    var: Optional[np.ndarray]
+    epsilon: float
+    input_name: str
+    output_name: str
+    note: Optional[str] = None
 
 
 def _import_onnx():
@@ -115,15 +135,7 @@ def load_onnx(path) -> list:
     ImportError
         The ``onnx`` package is not installed.
     """
-    onnx, numpy_helper = _import_onnx()
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"path: no such model file: {path}")
-    try:
-        model = onnx.load(path)
-    except Exception as e:  # onnx raises DecodeError and friends
-        raise ValueError(f"path: {path} is not a readable ONNX model ({e})") from e
-    get = _constants(model.graph, numpy_helper)
+    onnx, model, get = _open(path)
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input if i.name not in initializers}
     layers = []
@@ -150,5 +162,39 @@ def load_onnx(path) -> list:
             dilations=tuple(int(v) for v in attrs.get("dilations", [1] * nd)),
             group=int(attrs.get("group", 1)),
             auto_pad=auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad),
-            note=note, input_name=node.input[0], reads_graph_input=node.input[0] in graph_inputs))
+            note=note, input_name=node.input[0], reads_graph_input=node.input[0] in graph_inputs,
+            output_name=node.output[0] if node.output else ""))
+    return layers
+
+
+def _open(path):
+    onnx, numpy_helper = _import_onnx()
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"path: no such model file: {path}")
+    try:
+        model = onnx.load(path)
+    except Exception as e:  # onnx raises DecodeError and friends
+        raise ValueError(f"path: {path} is not a readable ONNX model ({e})") from e
+    return onnx, model, _constants(model.graph, numpy_helper)
+
+
+def load_batchnorms(path) -> list:
+    """Read the ``BatchNormalization`` layers of an ONNX model, in graph order.
+
+    Returns a list of BatchNormLayer (float32 parameters). Raises FileNotFoundError /
+    ValueError / ImportError as :func:`load_onnx`."""
+    onnx, model, get = _open(path)
+    layers = []
+    for node in model.graph.node:
+        if node.op_type != "BatchNormalization":
+            continue
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        params = [get(n) if n else None for n in list(node.input[1:5]) + [""] * (4 - len(node.input[1:5]))]
+        note = None if all(p is not None for p in params) else "parameters are computed at run time"
+        arrays = [None if p is None else np.asarray(p, dtype=np.float32).reshape(-1) for p in params]
+        layers.append(BatchNormLayer(
+            name=node.name or f"BatchNormalization_{len(layers)}", scale=arrays[0], bias=arrays[1], mean=arrays[2],
+            var=arrays[3], epsilon=float(attrs.get("epsilon", 1e-5)), input_name=node.input[0],
+            output_name=node.output[0] if node.output else "", note=note))
     return layers

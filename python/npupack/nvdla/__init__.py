@@ -12,6 +12,7 @@ from npupack.nvdla.winograd import winograd_layout
 from npupack.nvdla.sdp import (SdpOperand, bytes_per_atom, factorize_scales, pack_batchnorm, pack_bias, pack_eltwise,
                                pack_prelu, quantize_bias, unpack_sdp)
 from npupack.nvdla.rules import ALIGNMENT, check_alignment, check_precision
+from npupack.nvdla.memory import MemoryPlan, Placement
 
 __all__ = [
     "Config", "PRECISIONS", "NV_FULL", "NV_LARGE", "NV_SMALL", "NV_SMALL_256", "NV_MEDIUM_512",
@@ -21,5 +22,5 @@ __all__ = [
     "pack_pixels", "unpack_pixels", "pixel_line_strides", "convert_pixel_precision", "post_extension_factor",
     "SparsityReport", "analyze_sparsity", "compress_weights", "decompress_weights", "prune", "winograd_layout",
     "SdpOperand", "bytes_per_atom", "pack_bias", "pack_prelu", "pack_batchnorm", "pack_eltwise", "unpack_sdp",
-    "quantize_bias", "factorize_scales", "ALIGNMENT", "check_alignment", "check_precision",
+    "quantize_bias", "factorize_scales", "ALIGNMENT", "check_alignment", "check_precision", "MemoryPlan", "Placement",
 ]
