@@ -105,6 +105,39 @@ def test_fast_path_equals_reference_path(spec, seed):
     assert np.all(fast.view(np.uint8)[mask].reshape(-1, eb).view(dtype) == 7) if mask.any() else True
 
 
+@given(layouts(ragged_ok=False, padding=False), st.data(), st.integers(0, 2**32))
+def test_zero_padding_into_a_dirty_buffer_with_stride_gaps(spec, data, seed):
+    """Explicit strides leave gaps; packing with zero padding into a buffer full of garbage must
+    still zero every byte that holds no element (the fast path skips its fill pass only when its
+    copy loop zeroes the gaps itself)."""
+    dims, order, eb = spec
+    ext = {(d.name, 0): -(-d.extent // (int(np.prod(d.tiles)) if d.tiles else 1)) for d in dims}
+    ext.update({(d.name, lv): t for d in dims for lv, t in enumerate(d.tiles, 1)})
+    strides, stride = {}, eb
+    for key in reversed(order):
+        stride += eb * data.draw(st.integers(0, 3))  # a gap after this loop's inner block
+        strides[key] = stride
+        stride *= ext[key]
+    dtype = np.dtype(f"u{eb}")
+    layout = BlockedLayout(dims, order, dtype, strides)
+    x = np.random.default_rng(seed).integers(1, 2**(8 * eb) - 1, size=layout.shape, dtype=dtype, endpoint=True)
+    dirty = np.full(layout.nbytes + 3, 0xAB, np.uint8)
+    got = layout.pack(x, out=dirty)
+    assert np.array_equal(got, layout.pack(x, reference=True))
+    assert (dirty[layout.nbytes:] == 0xAB).all()
+
+
+def test_gap_between_two_levels_of_one_dim_is_zeroed():
+    """Regression: channel blocks 64 bytes apart holding 32 bytes each (an NVDLA cube with a
+    wide line stride and H = W = 1) packed into a dirty buffer."""
+    layout = BlockedLayout([Dim("C", 48, (16,)), Dim("H", 1), Dim("W", 1)], [("C", 0), ("H", 0), ("W", 0), ("C", 1)],
+                           np.int16, {("C", 0): 64, ("H", 0): 64})
+    x = np.arange(1, 49, dtype=np.int16).reshape(48, 1, 1)
+    got = layout.pack(x, out=np.full(layout.nbytes, 0xAB, np.uint8)).view(np.int16)
+    assert np.array_equal(got, layout.pack(x, reference=True).view(np.int16))
+    assert not got[16:32].any() and got[32] == 17
+
+
 @given(st.integers(1, 6), st.integers(1, 6), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2**32))
 def test_explicit_strides_and_noncontiguous_input(h, w, extra_line, extra_plane, seed):
     dims = [Dim("H", h), Dim("W", w, (4,))]

@@ -245,7 +245,10 @@ class Executor {
     if (loops_.size() != 2 || transpose_ || L_.ragged() || !zero_pad()) return false;
     const Loop& x = loops_[0];
     const Loop& in = loops_[1];
-    return x.exact && in.exact && in.lstep == eb_ && in.pstep == eb_ && x.pstep > in.extent * eb_;
+    // Only the copy loop for two different dims zeroes the gaps (two levels of one dim take the
+    // general path, which does not).
+    return x.dim != in.dim && x.exact && in.exact && in.lstep == eb_ && in.pstep == eb_ &&
+           x.pstep > in.extent * eb_;
   }
 
   bool zero_pad() const {

@@ -122,10 +122,12 @@ def _element_precision(precision: str, data_size: int) -> str:
 
 
 def _convert(values, precision, data_size, name, rounding, saturate) -> np.ndarray:
-    arr = np.asarray(values)
+    arr = values if type(values) is np.ndarray else np.asarray(values)
+    target = _element_precision(precision, data_size)
+    if arr.dtype is _TARGET_DTYPE[target] and target != "fp16":  # the per-call fast path: nothing to convert
+        return arr
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name}: expected a real array, got dtype {arr.dtype}")
-    target = _element_precision(precision, data_size)
     if target != "fp16" and arr.dtype.kind == "f":
         raise TypeError(f"{name}: float operands for an integer ({precision}) pipeline must be quantised first "
                         "(npupack.nvdla.quantize_bias / factorize_scales, or pass integers; nvdla.md 12.1)")
@@ -140,14 +142,17 @@ def _convert(values, precision, data_size, name, rounding, saturate) -> np.ndarr
     return convert_elements(arr, target, what=name, rounding=rounding, saturate=saturate)
 
 
-def _components(parts, precision, data_size, rounding, saturate):
-    """Convert and stack the given components (ALU first) -> array (..., k)."""
+def _components(parts, precision, data_size, rounding, saturate) -> list:
+    """Convert the given components (ALU first); all must have one shape."""
     conv = [_convert(v, precision, data_size, name, rounding, saturate) for name, v in parts]
     shape = conv[0].shape
     for (name, _), c in zip(parts, conv):
         if c.shape != shape:
             raise LayoutError(f"{name}: shape {c.shape} differs from {parts[0][0]}'s {shape}")
-    return np.stack(conv, axis=-1)
+    return conv
+
+
+_SHAPES = {"per_layer": (0, "()"), "per_channel": (1, "(C,)"), "per_element": (3, "(C, H, W)")}
 
 
 @lru_cache(maxsize=256)
@@ -179,47 +184,51 @@ def element_strides(shape, *, e: int, eb: int, config: Config, line_stride=None,
 def _operand(parts, *, use, mode, precision, data_size, config, line_stride=None, surface_stride=None,
              rounding="nearest_even", saturate=True, out=None) -> SdpOperand:
     _check_precision(precision, config)
-    if mode not in MODES:
+    if mode not in _SHAPES:
         raise ValueError(f"mode: {mode!r} is not one of {MODES} (nvdla.md 12.2)")
     comps = _components(parts, precision, data_size, rounding, saturate)
-    k = comps.shape[-1]
+    shape = comps[0].shape
+    k = len(comps)
     e = config.atom_elements(precision)
     eb = k * data_size
-    base = dict(use=use, mode=mode, precision=precision, components=k, data_size=data_size, elements_per_atom=e,
-                config=config, shape=comps.shape[:-1])
-    want_ndim = {"per_layer": 0, "per_channel": 1, "per_element": 3}[mode]
-    if comps.ndim - 1 != want_ndim:
-        raise LayoutError(f"{parts[0][0]}: {mode} operands have shape "
-                          f"{ {'per_layer': '()', 'per_channel': '(C,)', 'per_element': '(C, H, W)'}[mode]}, "
-                          f"got {comps.shape[:-1]} (nvdla.md 12.2)")
-    if 0 in comps.shape:
-        raise LayoutError(f"{parts[0][0]}: every dimension must be >= 1, got {comps.shape[:-1]}")
+    ndim, text = _SHAPES[mode]
+    if len(shape) != ndim:
+        raise LayoutError(f"{parts[0][0]}: {mode} operands have shape {text}, got {shape} (nvdla.md 12.2)")
+    if 0 in shape:
+        raise LayoutError(f"{parts[0][0]}: every dimension must be >= 1, got {shape}")
     if (line_stride is not None or surface_stride is not None) and mode != "per_element":
         raise LayoutError("line_stride / surface_stride: only per-element operands have strides (nvdla.md 12.2)")
+    fields = dict(use=use, mode=mode, precision=precision, components=k, data_size=data_size, elements_per_atom=e,
+                  config=config, shape=shape, data=None, registers=None, line_stride=None, surface_stride=None)
     if mode == "per_layer":
         if out is not None:
             raise LayoutError("out: per-layer operands live in registers, not memory (nvdla.md 12.2)")
-        bits = comps.reshape(-1).view(np.uint8 if data_size == 1 else np.uint16).astype(np.int64)
+        bits = [int(c.reshape(1).view(np.uint8 if data_size == 1 else np.uint16)[0]) for c in comps]
         if data_size == 1:  # sign-extended into the 16-bit register field
-            bits = np.where(bits >= 0x80, bits | 0xFF00, bits)
-        return SdpOperand(data=None, registers=tuple(int(b) for b in bits), **base)
-    if mode == "per_channel":
-        c = comps.shape[0]
+            bits = [b | 0xFF00 if b >= 0x80 else b for b in bits]
+        fields["registers"] = tuple(bits)
+    elif mode == "per_channel":
+        c = shape[0]
         size = -(-c // e) * e * eb
         buf = check_out(out, size)[:size] if out is not None else np.empty(size, dtype=np.uint8)
-        raw = np.ascontiguousarray(comps).reshape(-1).view(np.uint8)
-        buf[:raw.size] = raw
-        buf[raw.size:] = 0
-        return SdpOperand(data=buf, registers=None, **base)
-    c, h, w = comps.shape[:3]
-    ls, ss, size = element_strides((c, h, w), e=e, eb=eb, config=config, line_stride=line_stride,
-                                   surface_stride=surface_stride)
-    layout = _element_layout(c, h, w, k, e, comps.dtype, ls, ss)
-    buf = check_out(out, size)[:size] if out is not None else np.empty(size, dtype=np.uint8)
-    layout._pack_into(comps, buf)
-    if size > layout.nbytes:
-        buf[layout.nbytes:] = 0
-    return SdpOperand(data=buf, registers=None, line_stride=ls, surface_stride=ss, **base)
+        view = buf[:c * eb].view(comps[0].dtype).reshape(c, k)
+        for j, comp in enumerate(comps):
+            view[:, j] = comp
+        buf[c * eb:] = 0
+        fields["data"] = buf
+    else:
+        c, h, w = shape
+        ls, ss, size = element_strides(shape, e=e, eb=eb, config=config, line_stride=line_stride,
+                                       surface_stride=surface_stride)
+        layout = _element_layout(c, h, w, k, e, comps[0].dtype, ls, ss)
+        buf = check_out(out, size)[:size] if out is not None else np.empty(size, dtype=np.uint8)
+        layout._pack_into(np.stack(comps, axis=-1), buf)
+        if size > layout.nbytes:
+            buf[layout.nbytes:] = 0
+        fields.update(data=buf, line_stride=ls, surface_stride=ss)
+    obj = object.__new__(SdpOperand)  # frozen: fields set once, without the generated __init__'s cost
+    obj.__dict__.update(fields)
+    return obj
 
 
 def unpack_sdp(operand: SdpOperand, data=None):
