@@ -208,3 +208,13 @@ def test_factorize_scales():
         factorize_scales([40000.0])
     with pytest.raises(ValueError, match="finite"):
         quantize_bias([1.0], input_scale=0.0, weight_scales=1.0)
+
+
+def test_pipeline_keyword():
+    a = pack_bias([1, -2, 300], pipeline="int8")
+    assert a.data.tobytes() == pack_bias([1, -2, 300], precision="int8").data.tobytes() and a.data_size == 2
+    assert pack_eltwise(np.ones((3, 1, 1), np.int8), pipeline="int8").data_size == 1
+    with pytest.raises(ValueError, match="contradicts"):
+        pack_bias([1], precision="int8", pipeline="fp16")
+    with pytest.raises(TypeError, match="processing precision"):
+        pack_prelu([1])

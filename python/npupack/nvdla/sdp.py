@@ -59,6 +59,18 @@ def bytes_per_atom(precision: str, use: str, data_size: int, config: Config = NV
     return config.atom_elements(precision) * USES[use] * _data_size(data_size, precision, 2)
 
 
+def _pipeline(precision, pipeline) -> str:
+    """``pipeline=`` is another name for the processing precision ``precision=``."""
+    if pipeline is None:
+        if precision is None:
+            raise TypeError("precision: give the SDP processing precision (precision= or pipeline=)")
+        return precision
+    if precision is not None and precision != pipeline:
+        raise ValueError(f"pipeline: {pipeline!r} contradicts precision={precision!r}; both name the processing "
+                         "precision")
+    return pipeline
+
+
 def _check_precision(precision, config: Config) -> None:
     if not isinstance(config, Config):
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
@@ -280,7 +292,8 @@ def unpack_sdp(operand: SdpOperand, data=None):
     return comps[0] if k == 1 else tuple(comps)
 
 
-def pack_bias(bias, *, precision: str, mode: str = "per_channel", data_size: Optional[int] = None, mul=None,
+def pack_bias(bias, *, precision: Optional[str] = None, pipeline: Optional[str] = None, mode: str = "per_channel",
+              data_size: Optional[int] = None, mul=None,
               config: Config = NV_FULL, line_stride=None, surface_stride=None, rounding: str = "nearest_even",
               saturate: bool = True, out=None) -> SdpOperand:
     """Pack a bias operand (ALU), or a bias + rescale pair with ``mul`` (nvdla.md 12.3).
@@ -291,8 +304,9 @@ def pack_bias(bias, *, precision: str, mode: str = "per_channel", data_size: Opt
         ``()`` per layer, ``(C,)`` per channel, ``(C, H, W)`` per element. Integers for the
         int8/int16 pipelines (fitting ``data_size`` bytes; see :func:`quantize_bias`), any real
         dtype for fp16 (converted with ``to_fp16``). Not modified.
-    precision : {"int8", "int16", "fp16"}
-        SDP processing precision (sets E = ``config.atom_elements(precision)``).
+    precision, pipeline : {"int8", "int16", "fp16"}
+        SDP processing precision (PROC_PRECISION; sets E = ``config.atom_elements(precision)``);
+        either keyword (``pipeline="int8"`` reads as "the INT8 pipeline").
     mode : {"per_layer", "per_channel", "per_element"}
     data_size : 1 or 2, optional
         Bytes per component; default 2 (int16 operands also in the INT8 pipeline, as nvdla/sw).
@@ -324,25 +338,29 @@ def pack_bias(bias, *, precision: str, mode: str = "per_channel", data_size: Opt
     UnsupportedError
         A precision the config lacks.
     """
+    precision = _pipeline(precision, pipeline)
     parts = [("bias", bias)] + ([("mul", mul)] if mul is not None else [])
     return _operand(parts, use="bias_rescale" if mul is not None else "bias", mode=mode, precision=precision,
                     data_size=_data_size(data_size, precision, 2), config=config, line_stride=line_stride,
                     surface_stride=surface_stride, rounding=rounding, saturate=saturate, out=out)
 
 
-def pack_prelu(slope, *, precision: str, data_size: Optional[int] = None, config: Config = NV_FULL,
+def pack_prelu(slope, *, precision: Optional[str] = None, pipeline: Optional[str] = None,
+               data_size: Optional[int] = None, config: Config = NV_FULL,
                rounding: str = "nearest_even", saturate: bool = True, out=None) -> SdpOperand:
     """Pack PReLU slopes (nvdla.md 12.4): always per channel, one MUL component.
 
     ``slope`` is ``(C,)`` (integers for int8/int16 pipelines, fitting ``data_size``; any real
     dtype for fp16). Returns an SdpOperand of ``roundup(C, E) * data_size`` bytes. Errors as
     :func:`pack_bias`."""
+    precision = _pipeline(precision, pipeline)
     return _operand([("slope", slope)], use="prelu", mode="per_channel", precision=precision,
                     data_size=_data_size(data_size, precision, 2), config=config, rounding=rounding,
                     saturate=saturate, out=out)
 
 
-def pack_batchnorm(alu, mul, *, precision: str, mode: str = "per_channel", data_size: Optional[int] = None,
+def pack_batchnorm(alu, mul, *, precision: Optional[str] = None, pipeline: Optional[str] = None,
+                   mode: str = "per_channel", data_size: Optional[int] = None,
                    config: Config = NV_FULL, rounding: str = "nearest_even", saturate: bool = True,
                    out=None) -> SdpOperand:
     """Pack batch-norm operands as pairs, ALU first (nvdla.md 12.5).
@@ -352,6 +370,7 @@ def pack_batchnorm(alu, mul, *, precision: str, mode: str = "per_channel", data_
     (``mode="per_layer"``: register values). nvdla/sw's fp16 values are ``alu = -mean`` and
     ``mul = 1 / sqrt(var + eps)``. A per-element pair is :func:`pack_eltwise` with both.
     Errors as :func:`pack_bias`."""
+    precision = _pipeline(precision, pipeline)
     if mode == "per_element":
         raise UnsupportedError("mode: per-element batch-norm operands are element-wise pairs; use "
                                "pack_eltwise(alu=..., mul=...) (nvdla.md 12.5)")
@@ -360,7 +379,8 @@ def pack_batchnorm(alu, mul, *, precision: str, mode: str = "per_channel", data_
                     saturate=saturate, out=out)
 
 
-def pack_eltwise(alu=None, mul=None, *, precision: str, data_size: Optional[int] = None, config: Config = NV_FULL,
+def pack_eltwise(alu=None, mul=None, *, precision: Optional[str] = None, pipeline: Optional[str] = None,
+                 data_size: Optional[int] = None, config: Config = NV_FULL,
                  line_stride=None, surface_stride=None, rounding: str = "nearest_even", saturate: bool = True,
                  out=None) -> SdpOperand:
     """Pack element-wise operands, always per element (nvdla.md 12.6).
@@ -369,6 +389,7 @@ def pack_eltwise(alu=None, mul=None, *, precision: str, data_size: Optional[int]
     ``data_size`` is the element size of ``precision`` (1 for int8): with one component the
     bytes equal :func:`pack_feature` of the same tensor. Returns an SdpOperand with the
     per-element strides. Errors as :func:`pack_bias`; ValueError when neither is given."""
+    precision = _pipeline(precision, pipeline)
     parts = [(n, v) for n, v in (("alu", alu), ("mul", mul)) if v is not None]
     if not parts:
         raise ValueError("pack_eltwise: give alu=, mul= or both (nvdla.md 12.6)")
