@@ -218,3 +218,14 @@ def test_pipeline_keyword():
         pack_bias([1], precision="int8", pipeline="fp16")
     with pytest.raises(TypeError, match="processing precision"):
         pack_prelu([1])
+
+
+def test_bytes_per_atom_whole_seed_table():
+    """BytesPerAtom = ElementPerAtom x ComponentsPerElement x BytesPerComponent with the seed's
+    three tables (NV_FULL; fp16 components are always two bytes)."""
+    element_per_atom = {"int8": 32, "int16": 16, "fp16": 16}
+    components = {"bias": 1, "prelu": 1, "batchnorm": 2, "eltwise_alu": 1, "eltwise_mul": 1, "eltwise_both": 2}
+    for precision, e in element_per_atom.items():
+        for use, k in components.items():
+            for data_size in ((2,) if precision == "fp16" else (1, 2)):
+                assert bytes_per_atom(precision, use, data_size) == e * k * data_size
