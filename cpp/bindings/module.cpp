@@ -14,6 +14,7 @@
 #include "npupack/pixel.hpp"
 #include "npupack/layout.hpp"
 #include "npupack/pack.hpp"
+#include "npupack/parallel.hpp"
 
 namespace py = pybind11;
 using npupack::BlockedLayout;
@@ -140,6 +141,9 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "npupack C++ core: blocked-layout engine and element conversion";
   py::register_exception<LayoutError>(m, "LayoutError", PyExc_ValueError);
   bind_weights(m);
+  m.def("set_num_threads", &npupack::set_num_threads, py::arg("n"),
+        "Threads the kernels may use (n <= 0: the machine's hardware threads)");
+  m.def("get_num_threads", &npupack::num_threads, "Threads the kernels may use");
 
   py::class_<BlockedLayout>(m, "BlockedLayout")
       .def(py::init(&make_layout), py::arg("dims"), py::arg("order"), py::arg("elem_bytes"),

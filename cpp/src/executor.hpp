@@ -89,6 +89,28 @@ class Executor {
     rec(0, origin_, 0);
   }
 
+  // Iterations of the outermost loop that may run on separate threads (each thread on its own
+  // copy of the executor, over a sub-range): 0 when the plan has no independent outer loop.
+  int64_t outer_steps() const {
+    const size_t n = loops_.size();
+    if (n < 3 || (group_ > 1 && 1 + group_ >= n)) return 0;
+    return loops_[0].extent;
+  }
+
+  // run() restricted to outer iterations [lo, hi).
+  void run_outer(int64_t lo, int64_t hi, const char* logical_in, char* logical_out, const char* packed_in,
+                 char* packed_out) {
+    lin_ = logical_in; lout_ = logical_out; pin_ = packed_in; pout_ = packed_out;
+    const Loop& lp = loops_[0];
+    const Range r = range(lp);
+    const int64_t ps = pstride(lp);
+    const int64_t saved = base_[lp.dim];
+    for (int64_t i = std::max(lo, r.lo); i < std::min(hi, r.hi); ++i) {
+      enter(lp, i, saved);
+      rec(1, origin_ + i * lp.lstep, i * ps);
+    }
+  }
+
  private:
   struct Loop {
     int axis;        // innermost layout axis of this loop (stride and count are taken from it)

@@ -7,6 +7,7 @@
 #include "npupack/checked.hpp"
 #include "npupack/errors.hpp"
 #include "executor.hpp"
+#include "npupack/parallel.hpp"
 
 namespace npupack {
 
@@ -52,6 +53,19 @@ void for_each_index(const BlockedLayout& L, const std::vector<int64_t>& logical_
   }
 }
 
+// Large layouts with an independent outermost loop are split across threads: each range of
+// that loop's iterations runs on its own copy of the executor (the copies share nothing they
+// write; the element slots of different iterations are disjoint).
+void run_parallel(const BlockedLayout& L, Executor& ex, const char* lin, char* lout, const char* pin, char* pout) {
+  const int64_t steps = ex.outer_steps();
+  if (steps < 2 || L.nbytes() < kParallelBytes || num_threads() < 2) {
+    ex.run(lin, lout, pin, pout);
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, steps * (kParallelBytes / 2) / L.nbytes());
+  parallel_for(steps, grain, [&](int64_t lo, int64_t hi) { Executor(ex).run_outer(lo, hi, lin, lout, pin, pout); });
+}
+
 }  // namespace
 
 void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
@@ -60,14 +74,15 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
   check_args(L, logical_strides, packed_size);
   Executor ex(L, logical_strides, true, pad);
   if (!ex.fills_holes()) fill_holes(L, packed, pad);
-  ex.run(logical, nullptr, nullptr, packed);
+  run_parallel(L, ex, logical, nullptr, nullptr, packed);
 }
 
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides) {
   if (!L.monotonic()) return unpack_reference(L, packed, packed_size, logical, logical_strides);
   check_args(L, logical_strides, packed_size);
-  Executor(L, logical_strides, false).run(nullptr, logical, packed, nullptr);
+  Executor ex(L, logical_strides, false);
+  run_parallel(L, ex, nullptr, logical, packed, nullptr);
 }
 
 void pack_reference(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,

@@ -1,5 +1,6 @@
 #include "npupack/winograd.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <cstring>
@@ -7,6 +8,7 @@
 
 #include "npupack/checked.hpp"
 #include "npupack/errors.hpp"
+#include "npupack/parallel.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -274,23 +276,32 @@ void pack_all(const char* src, const WinogradSpec& sp, char* dst) {
   const int64_t es = target_bytes(T);
   const int64_t c_ext = sp.c_pad * sp.sy * sp.sx;
   const int64_t cube_bytes = 64 * es;
-  // Cubes whose four lanes all lie in channel padding are zero; with stride 1 that is every
-  // cube past C, so those are filled without evaluating the transform.
-  for (int64_t k0 = 0; k0 < sp.k; k0 += sp.kpg) {
-    const int64_t kn = sp.k - k0 < sp.kpg ? sp.k - k0 : sp.kpg;
-    char* group = dst + k0 * c_ext * 16 * es;
-    for (int64_t cb = 0; cb < c_ext / 4; ++cb) {
+  const int64_t blocks = c_ext / 4;
+  const int64_t groups = ceil_div(sp.k, sp.kpg);
+  // Work units: (kernel group, 4-channel block), each writing its own kn cubes. The transform
+  // is compute bound, so units are split across threads for layers of about 1 MiB or more.
+  const int64_t units = groups * blocks;
+  const int64_t unit_bytes = sp.kpg * cube_bytes;
+  const int64_t grain = std::max<int64_t>(1, (kParallelBytes / 4) / unit_bytes);
+  const int64_t total = units * unit_bytes;
+  auto work = [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t k0 = (u / blocks) * sp.kpg, cb = u % blocks;
+      const int64_t kn = sp.k - k0 < sp.kpg ? sp.k - k0 : sp.kpg;
       const int64_t c0 = 4 * cb;
-      const bool padding = (c0 % sp.c_pad) >= sp.c;
-      char* row = group + cb * kn * cube_bytes;
-      if (padding) {
+      char* row = dst + k0 * c_ext * 16 * es + cb * kn * cube_bytes;
+      // Cubes whose four lanes all lie in channel padding are zero; with stride 1 that is every
+      // cube past C, so those are filled without evaluating the transform.
+      if ((c0 % sp.c_pad) >= sp.c) {
         std::memset(row, 0, static_cast<size_t>(kn * cube_bytes));
         continue;
       }
       const Lanes lanes = lanes_of(sp, c0);
       for (int64_t k = k0; k < k0 + kn; ++k) cube<S, T, M>(src, sp, k, lanes, row + (k - k0) * cube_bytes);
     }
-  }
+  };
+  if (total < kParallelBytes) work(0, units);
+  else parallel_for(units, grain, work);
 }
 
 template <WgSource S, WgTarget T>

@@ -1,0 +1,44 @@
+"""How many threads the C++ kernels may use.
+
+Large jobs (about 1 MiB of output or more) are split across threads; small ones stay on the
+calling thread. The GIL is released while a kernel runs, so Python threads that call npupack
+also run in parallel.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from npupack import _core
+
+__all__ = ["set_num_threads", "get_num_threads", "num_threads"]
+
+
+def set_num_threads(n) -> None:
+    """Let the kernels use ``n`` threads (an int >= 1), or the machine's hardware threads when
+    ``n`` is None or 0 (the default). Applies process-wide, to calls that start afterwards.
+    Raises TypeError for a non-integer, ValueError for a negative ``n``."""
+    if n is None:
+        n = 0
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n: expected an integer number of threads, got {n!r}")
+    if n < 0:
+        raise ValueError(f"n: must be >= 1 (or 0 / None for the machine's threads), got {n}")
+    _core.set_num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    """Threads the kernels may use (>= 1)."""
+    return _core.get_num_threads()
+
+
+@contextlib.contextmanager
+def num_threads(n):
+    """``with npupack.num_threads(1): ...`` - set the thread count for a block, then restore it."""
+    before = get_num_threads()
+    set_num_threads(n)
+    try:
+        yield
+    finally:
+        set_num_threads(before)
