@@ -306,3 +306,25 @@ def test_custom_config_validation(kwargs, match):
     base.update(kwargs)
     with pytest.raises(LayoutError, match=match):
         Config(**base)
+
+
+def test_pack_weights_many_equals_one_by_one():
+    from npupack.nvdla import pack_weights_many
+
+    rng = np.random.default_rng(11)
+    layers = [random_weights(rng, s, p) for s, p in [((40, 70, 3, 3), "int8"), ((8, 1, 3, 3), "int8"),
+                                                      ((64, 32, 1, 1), "fp16"), ((17, 5, 7, 7), "int16")]]
+    groups = [1, 8, 1, 1]
+    many = pack_weights_many(layers, groups=groups)
+    for w, g, ws in zip(layers, groups, many):
+        one = pack_weights(w, groups=g)
+        assert np.array_equal(ws.weight, one.weight) and ws.packed_shape == one.packed_shape
+        assert np.array_equal(unpack_weights(ws), w)
+    assert pack_weights_many([]) == []
+    images = pack_weights_many([layers[0][:, :3]], kind="image", pixel_format="T_A8B8G8R8", stride=(2, 2))
+    assert np.array_equal(images[0].weight, pack_weights(layers[0][:, :3], kind="image",
+                                                         pixel_format="T_A8B8G8R8", stride=(2, 2)).weight)
+    with pytest.raises(TypeError, match="layer 1"):
+        pack_weights_many([layers[0], np.ones((2, 2, 1, 1), np.float32)], precision="int8")
+    with pytest.raises(LayoutError, match="groups"):
+        pack_weights_many(layers, groups=[1, 2])

@@ -95,6 +95,29 @@ void layout_unpack(const BlockedLayout& L, const py::array& buf, py::array out, 
   else npupack::unpack(L, src, size, dst, strides);
 }
 
+// Batch pack: [(layout, x, out), ...] with zero padding, all checked here, one GIL release.
+void layout_pack_many(const py::list& items) {
+  std::vector<npupack::PackJob> jobs;
+  jobs.reserve(items.size());
+  std::vector<py::array> keep;  // holds the arrays alive (and their buffers fixed) while packing
+  keep.reserve(2 * items.size());
+  for (const auto& item : items) {
+    const auto t = item.cast<py::tuple>();
+    if (t.size() != 3) throw LayoutError("pack_many: items must be (layout, x, out)");
+    const BlockedLayout& L = t[0].cast<const BlockedLayout&>();
+    py::array x = t[1].cast<py::array>();
+    py::array out = t[2].cast<py::array>();
+    auto strides = logical_strides(L, x, "x");
+    check_buffer(out, "out");
+    char* dst = writable_bytes(out, "out");
+    jobs.push_back({&L, static_cast<const char*>(x.data()), std::move(strides), dst, out.nbytes()});
+    keep.push_back(std::move(x));
+    keep.push_back(std::move(out));
+  }
+  py::gil_scoped_release release;
+  npupack::pack_many(jobs);
+}
+
 template <class F>
 void fp16_convert(const py::array_t<F, 0>& x, py::array_t<uint16_t, 0>& out, bool nearest_away, bool saturate) {
   if (!(x.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) || x.size() != out.size()) {
@@ -141,6 +164,8 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "npupack C++ core: blocked-layout engine and element conversion";
   py::register_exception<LayoutError>(m, "LayoutError", PyExc_ValueError);
   bind_weights(m);
+  m.def("pack_many", &layout_pack_many, py::arg("items"),
+        "Pack [(layout, x, out), ...] with zero padding in one call (one GIL release)");
   m.def("set_num_threads", &npupack::set_num_threads, py::arg("n"),
         "Threads the kernels may use (n <= 0: the machine's hardware threads)");
   m.def("get_num_threads", &npupack::num_threads, "Threads the kernels may use");

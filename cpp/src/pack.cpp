@@ -1,6 +1,7 @@
 #include "npupack/pack.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -83,6 +84,33 @@ void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, cha
   check_args(L, logical_strides, packed_size);
   Executor ex(L, logical_strides, false);
   run_parallel(L, ex, nullptr, logical, packed, nullptr);
+}
+
+void pack_many(const std::vector<PackJob>& jobs) {
+  int64_t total = 0;
+  for (const auto& j : jobs) {
+    check_args(*j.layout, j.logical_strides, j.packed_size);
+    total = checked_add(total, j.layout->nbytes(), "pack_many");
+  }
+  const int64_t n = static_cast<int64_t>(jobs.size());
+  auto one = [&](int64_t i) {
+    const auto& j = jobs[static_cast<size_t>(i)];
+    pack(*j.layout, j.logical, j.logical_strides, j.packed, j.packed_size, nullptr);
+    const int64_t used = j.layout->nbytes();
+    if (j.packed_size > used) std::memset(j.packed + used, 0, static_cast<size_t>(j.packed_size - used));
+  };
+  const int64_t threads = num_threads();
+  // Many layers: each thread takes the next unpacked layer (sizes differ by orders of
+  // magnitude, so a fixed split would leave threads idle). Few layers: one after the other,
+  // each big one splitting itself inside pack().
+  if (total < kParallelBytes || threads < 2 || n < 2 * threads) {
+    for (int64_t i = 0; i < n; ++i) one(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_for(threads, 1, [&](int64_t, int64_t) {
+    for (int64_t i = next++; i < n; i = next++) one(i);
+  });
 }
 
 void pack_reference(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,

@@ -12,6 +12,7 @@ int hardware_threads() {
 }
 
 std::atomic<int> g_threads{0};  // 0: the default
+thread_local bool t_in_parallel = false;
 
 }  // namespace
 
@@ -21,5 +22,9 @@ int num_threads() {
 }
 
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : 0, std::memory_order_relaxed); }
+
+bool in_parallel_region() { return t_in_parallel; }
+
+void set_in_parallel_region(bool on) { t_in_parallel = on; }
 
 }  // namespace npupack

@@ -20,6 +20,20 @@ void pack_reference(const BlockedLayout& layout, const char* logical,
                     const std::vector<int64_t>& logical_strides, char* packed, int64_t packed_size,
                     const char* pad);
 
+// One layer of a batch: pack(*layout, logical, strides, packed, packed_size, nullptr).
+struct PackJob {
+  const BlockedLayout* layout;
+  const char* logical;
+  std::vector<int64_t> logical_strides;
+  char* packed;
+  int64_t packed_size;
+};
+
+// Packs every job with zero padding and zero-fills each packed buffer past layout.nbytes() up
+// to packed_size (the surface tail). Large batches are split across threads by layer; every job
+// is validated before anything is written.
+void pack_many(const std::vector<PackJob>& jobs);
+
 // Reads every element back; bytes that hold no element are ignored.
 void unpack(const BlockedLayout& layout, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides);

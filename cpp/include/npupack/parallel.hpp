@@ -14,6 +14,11 @@ namespace npupack {
 int num_threads();
 void set_num_threads(int n);
 
+// True on a thread that already runs a part of a parallel_for: nested calls stay serial, so a
+// batch split across layers does not multiply threads inside each layer.
+bool in_parallel_region();
+void set_in_parallel_region(bool on);
+
 // Bytes of work below which a kernel stays on the calling thread.
 constexpr int64_t kParallelBytes = int64_t{1} << 20;
 
@@ -27,7 +32,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   int64_t parts = n / grain;
   const int64_t threads = num_threads();
   if (parts > threads) parts = threads;
-  if (parts <= 1) {
+  if (parts <= 1 || in_parallel_region()) {
     f(int64_t{0}, n);
     return;
   }
@@ -37,6 +42,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   for (int64_t p = 1; p < parts; ++p) {
     const int64_t b = n * p / parts, e = n * (p + 1) / parts;
     workers.emplace_back([&f, &errors, p, b, e] {
+      set_in_parallel_region(true);
       try {
         f(b, e);
       } catch (...) {
@@ -44,11 +50,13 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
       }
     });
   }
+  set_in_parallel_region(true);
   try {
     f(int64_t{0}, n / parts);
   } catch (...) {
     errors[0] = std::current_exception();
   }
+  set_in_parallel_region(false);
   for (auto& w : workers) w.join();
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);

@@ -28,7 +28,8 @@ from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, 
                                     dc_layout, kcrs, roundup, write_surfaces)
 from npupack.nvdla.winograd import pack_winograd, winograd_layout, winograd_shape
 
-__all__ = ["WeightSurfaces", "pack_weights", "unpack_weights", "weights_nbytes", "dc_layout", "post_extension_factor"]
+__all__ = ["WeightSurfaces", "pack_weights", "pack_weights_many", "unpack_weights", "weights_nbytes", "dc_layout",
+           "post_extension_factor"]
 
 _KINDS = ("dc", "image", "winograd", "deconv")
 
@@ -222,6 +223,87 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         kind="dc", precision=precision, shape=(k, cg, r, s), packed_shape=packed_shape,
         kernel_groups=-(-k // kpg), bytes_per_kernel=cg * g * r * s * es,
         meaningful_bytes=meaningful, config=config, groups=g, **fields)
+
+
+def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
+                      groups=1, rounding: str = "nearest_even", saturate: bool = True, allow_nan: bool = False,
+                      **options) -> list:
+    """Pack many layers in one call: the batch API for compilers (nvdla.md 5-7).
+
+    For DC weights all layers are validated and converted first, then packed by one C++ call
+    that releases the GIL once (large batches are split across threads by layer); the surfaces
+    are views into one allocation. Other kinds, and options only they take (``stride``,
+    ``pixel_format``, ``compress``, ...), pack layer by layer through :func:`pack_weights`.
+
+    Parameters
+    ----------
+    weights : sequence of array_like
+        One ``(K, C, R, S)`` array per layer (grouped: ``(K, C/groups, R, S)``), any accepted
+        dtype (nvdla.md 2.1). Not modified.
+    kind, precision, config, rounding, saturate, allow_nan, **options
+        As for :func:`pack_weights`, the same for every layer (``precision=None`` infers each
+        layer's from its dtype).
+    groups : int or sequence of int
+        Convolution groups, one for all layers or one per layer.
+
+    Returns
+    -------
+    list of WeightSurfaces
+        In input order; byte-identical to ``pack_weights`` of each layer.
+
+    Raises
+    ------
+    TypeError, ValueError, LayoutError, UnsupportedError
+        As :func:`pack_weights`; the message names the layer index. Nothing is packed when any
+        layer is invalid.
+    """
+    items = list(weights)
+    if isinstance(groups, (int, np.integer)) and not isinstance(groups, (bool, np.bool_)):
+        group_list = [groups] * len(items)
+    else:
+        group_list = list(groups)
+        if len(group_list) != len(items):
+            raise LayoutError(f"groups: {len(group_list)} values for {len(items)} layers")
+    if kind != "dc" or options:
+        out = []
+        for i, (w, g) in enumerate(zip(items, group_list)):
+            try:
+                out.append(pack_weights(w, kind=kind, precision=precision, config=config, groups=g,
+                                        rounding=rounding, saturate=saturate, allow_nan=allow_nan, **options))
+            except (ValueError, TypeError) as e:
+                raise type(e)(f"layer {i}: {e}") from e
+        return out
+    if not isinstance(config, Config):
+        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+    if rounding != "nearest_even":
+        _check_rounding(rounding)
+    plans, total = [], 0
+    for i, (w, g) in enumerate(zip(items, group_list)):
+        try:
+            arr = w if type(w) is np.ndarray else np.asarray(w)
+            k, cg, r, s = kcrs(arr.shape, "w")
+            g = _check_groups(g, k)
+            prec = infer_precision(arr.dtype, precision, config, "w")
+            elems = _densify(convert_elements(arr, prec, what="w", rounding=rounding, saturate=saturate,
+                                              allow_nan=allow_nan), g)
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"layer {i}: {e}") from e
+        layout = _dc_layout((k, cg * g, r, s), prec, config)
+        surface = roundup(layout.nbytes, config.weight_size_alignment)
+        plans.append((arr.shape, g, prec, layout, elems, total, surface))
+        total += surface
+    big = np.empty(total, dtype=np.uint8)
+    from npupack import _core
+
+    _core.pack_many([(p[3]._core, p[4], big[p[5]:p[5] + p[6]]) for p in plans])
+    result = []
+    for (k, cg, r, s), g, prec, layout, _, offset, surface in plans:
+        kpg = config.kernels_per_group(prec)
+        result.append(WeightSurfaces._fast(
+            weight=big[offset:offset + surface], kind="dc", precision=prec, shape=(k, cg, r, s),
+            packed_shape=(k, cg * g, r, s), kernel_groups=-(-k // kpg), bytes_per_kernel=cg * g * r * s *
+            element_size(prec), meaningful_bytes=layout.nbytes, config=config, groups=g))
+    return result
 
 
 def _check_dc_options(stride, pixel_format, post_extension, compress, scale, config):
