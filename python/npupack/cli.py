@@ -31,6 +31,21 @@ def _cmd_pack(args) -> int:
     return 1 if s["error"] else 0
 
 
+def _cmd_pack_many(args) -> int:
+    from npupack.bulk import pack_many
+
+    summary = pack_many(args.models, args.output, jobs=args.jobs, target=args.target, precision=args.precision,
+                        quantize=args.quantize, winograd=args.winograd, compress=args.compress, image=args.image)
+    for row in summary["models"]:
+        tail = f"{row.get('packed', 0)} layers packed" if row["status"] == "packed" else row.get("reason", "")
+        print(f"npupack: {row['model']}: {row['status']}: {tail}", file=sys.stderr if row["status"] == "error"
+              else sys.stdout)
+    t = summary["totals"]
+    print(f"npupack: {t['packed']} packed, {t['skipped']} up to date, {t['error']} failed; {t['layers']} layers, "
+          f"{t['bytes_out']} bytes out; {t['seconds']:.2f} s -> {Path(args.output) / 'summary.json'}")
+    return 1 if t["error"] else 0
+
+
 def _cmd_fetch(args) -> int:
     from npupack.zoo import fetch_model
 
@@ -125,6 +140,18 @@ def build_parser() -> argparse.ArgumentParser:
     pk.add_argument("-o", "--output", required=True, help="output directory")
     pk.add_argument("--no-progress", action="store_true", help="no progress bar")
     pk.set_defaults(func=_cmd_pack)
+
+    pm = sub.add_parser("pack-many", help="pack many models, one directory each, resumable, with a summary")
+    pm.add_argument("models", nargs="+", help=".onnx files or known model names")
+    pm.add_argument("-o", "--output", required=True, help="output directory (one subdirectory per model)")
+    pm.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    pm.add_argument("--target", default="nv_full")
+    pm.add_argument("--precision", default="int8", choices=["int8", "int16", "fp16"])
+    pm.add_argument("--quantize", default="per_filter", choices=["per_filter", "per_kernel"])
+    pm.add_argument("--winograd", default="off", choices=["off", "auto"])
+    pm.add_argument("--compress", default="off", choices=["off", "on", "auto"])
+    pm.add_argument("--image", action="store_true", help="one aligned image.bin per model")
+    pm.set_defaults(func=_cmd_pack_many)
 
     fm = sub.add_parser("fetch-model", help="download a known real model into the cache and print its path")
     fm.add_argument("name", choices=sorted(MODELS))

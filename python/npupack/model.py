@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["ConvLayer", "BatchNormLayer", "load_onnx", "load_batchnorms"]
 
-_CONV_OPS = ("Conv", "ConvTranspose")
+_CONV_OPS = ("Conv", "ConvTranspose", "ConvInteger")
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class ConvLayer:
     name : str
         Node name (``"<op>_<n>"``, n = position among the convolution layers, when the model leaves it empty).
     op_type : str
-        ``"Conv"`` or ``"ConvTranspose"``.
+        ``"Conv"``, ``"ConvTranspose"`` or ``"ConvInteger"`` (listed, with a note, not packed).
     weights : numpy.ndarray or None
         float32. ``Conv``: ``(K, C/group, R, S)``; ``ConvTranspose``: ONNX order
         ``(C_in, K_out/group, R, S)``. None when the weights are not a constant of the model
@@ -145,9 +145,13 @@ def load_onnx(path) -> list:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         name = node.name or f"{node.op_type}_{len(layers)}"
         w = get(node.input[1]) if len(node.input) > 1 else None
-        b = get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        b = get(node.input[2]) if len(node.input) > 2 and node.input[2] and node.op_type != "ConvInteger" else None
         note = None
-        if w is None:
+        if node.op_type == "ConvInteger":
+            # Quantised with zero points (input 3 is the weight zero point) and scales applied by
+            # later nodes: NVDLA's symmetric int8 needs the float weights.
+            note = "ConvInteger (weights quantised with zero points) is not packed; export the float model"
+        elif w is None:
             note = "weights are computed at run time, not stored in the model"
         elif w.ndim != 4:
             note = f"{w.ndim - 2}-d convolution; only 2-d convolutions are packed"

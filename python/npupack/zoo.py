@@ -31,6 +31,7 @@ class ModelSource:
 
 
 _RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
+_DDDDOCR = "ddddocr==1.6.1"
 MODELS = {
     "ppocr-det": ModelSource(_RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
                              "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9", "Apache-2.0"),
@@ -38,6 +39,12 @@ MODELS = {
                              "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b", "Apache-2.0"),
     "ppocr-cls": ModelSource(_RAPIDOCR, "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
                              "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c", "Apache-2.0"),
+    "ddddocr-ocr": ModelSource(_DDDDOCR, "ddddocr/common.onnx",
+                               "33b5cd351ee94e73a6bf8fa18c415ed8b819b3ffd342e267c30d8ad8334e34e8", "MIT"),
+    "ddddocr-old": ModelSource(_DDDDOCR, "ddddocr/common_old.onnx",
+                               "b8f2ad9cbc1f2e3922a6cb9459e30824e7e2467f3fb4fd61420640e34ea0bf68", "MIT"),
+    "ddddocr-det": ModelSource(_DDDDOCR, "ddddocr/common_det.onnx",
+                               "6faa8ea85a8c1a634e5050c4a138fca10f30194e0d7abbe9ade1fcd423af6ed6", "MIT"),
 }
 
 
