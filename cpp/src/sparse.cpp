@@ -102,7 +102,7 @@ __attribute__((target("ssse3,popcnt"))) int64_t compress_ssse3(const uint8_t* s,
       const __m128i c = _mm_shuffle_epi8(v, ctrl);
       const int n_lo = __builtin_popcount(lo);
       _mm_storel_epi64(reinterpret_cast<__m128i*>(data + pos), c);
-      _mm_storeh_pd(reinterpret_cast<double*>(data + pos + n_lo), _mm_castsi128_pd(c));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(data + pos + n_lo), _mm_unpackhi_epi64(c, c));
       pos += n_lo + __builtin_popcount(hi);
     }
   } else {
