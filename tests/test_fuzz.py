@@ -52,7 +52,8 @@ def test_layout_grammar(text, x):
             continue
         if grammar == "npupack":
             assert npupack.Layout.parse(str(layout)) == layout
-        packed = attempt(npupack.pack, x, layout)
+        size = attempt(layout.nbytes, x.shape, x.dtype)
+        packed = attempt(npupack.pack, x, layout) if size is not None and size < 1 << 26 else None
         if packed is not None:
             assert np.array_equal(npupack.unpack(packed, layout, x.shape, x.dtype).view(np.uint8),
                                   np.ascontiguousarray(x).view(np.uint8))

@@ -145,3 +145,13 @@ def test_short_channel_blocks_write_every_byte(dtype, channels, text):
     got = npupack.pack(x, lay, out=junk, pad_value=-1)
     assert np.array_equal(got, ref.pack(x, *ref_data(lay), pad_value=-1))
     assert np.all(junk[n:] == 0xAB)
+
+
+def test_absurd_tiles_are_clear_errors():
+    """Found by fuzzing: huge tile sizes raised OverflowError from NumPy instead of LayoutError."""
+    with pytest.raises(LayoutError, match="2\\^31"):
+        Layout.parse("NC99999999999999c")
+    with pytest.raises(LayoutError, match="2\\^62"):
+        Layout.parse("O2097152o2097152o2097152o2097152o").nbytes((2,), "int8")
+    with pytest.raises(LayoutError, match="2\\^31"):
+        Layout.from_onednn("aB4294967296b")

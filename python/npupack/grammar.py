@@ -16,6 +16,8 @@ Offsets follow spec/openvino.md 3.2 (padding before blocking, mixed-radix digits
 """
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -26,6 +28,8 @@ from npupack.errors import LayoutError
 from npupack.layout import BlockedLayout, Dim, check_out
 
 __all__ = ["Tile", "Layout", "pack", "unpack"]
+
+MAX_TILE = 2**31  # tile sizes at or above this are rejected when parsing
 
 _MAX_DIMS = 12  # oneDNN's DNNL_MAX_NDIMS
 _DATA_ORDER = "NCDHW"
@@ -130,6 +134,8 @@ class Layout:
                 raise _syntax_error(text, pos + m.end(), "a tile needs a dimension letter after its size")
             if size < 1:
                 raise _syntax_error(text, at, "a tile size must be >= 1")
+            if size >= MAX_TILE:
+                raise _syntax_error(text, at, f"a tile size must be < 2^31, got {size}")
             if letter not in outer:
                 raise _syntax_error(text, at + len(m.group(1)), f"tile on {letter}, which is not an outer dimension")
             tiles.append(Tile(letter, size))
@@ -173,6 +179,8 @@ class Layout:
                 raise LayoutError(f"tag {tag!r}: block on dim {b}, which is not an outer letter")
             if int(size) < 2:
                 raise LayoutError(f"tag {tag!r}: block size {size} < 2")
+            if int(size) >= MAX_TILE:
+                raise LayoutError(f"tag {tag!r}: block size {size} is not below 2^31")
             tiles.append(Tile(b.upper(), int(size)))
         logical = tuple(chr(ord("A") + i) for i in range(n))
         return cls(logical, tuple(c.upper() for c in outer_abc), tuple(tiles), (), tag)
@@ -230,7 +238,10 @@ class Layout:
             if t.divisor is not None:
                 out.append(t.divisor)
             else:
-                out.append(int(np.prod([u.size for u in self.tiles[j + 1:] if u.dim == t.dim], dtype=np.int64)))
+                div = math.prod(u.size for u in self.tiles[j + 1:] if u.dim == t.dim)
+                if div >= 2**62:
+                    raise LayoutError(f"layout {self}: the tiles of {t.dim} multiply to more than 2^62")
+                out.append(div)
         return out
 
     def _padding(self, shape, pad_lo, pad_hi):
