@@ -11,11 +11,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pytest  # noqa: E402
 
 _results = collections.defaultdict(dict)  # case -> impl -> (seconds, bytes)
+_items = {}  # case -> number of layers (or other items) one call handles
 
 
 @pytest.fixture
 def measure(benchmark):
-    def run(case, impl, nbytes, fn, *args):
+    def run(case, impl, nbytes, fn, *args, items=None):
+        if items:
+            _items[case] = items
         benchmark.group = case
         benchmark.extra_info["bytes"] = nbytes
         benchmark(fn, *args)
@@ -43,6 +46,9 @@ def pytest_terminal_summary(terminalreporter):
         tr.write_line(line)
         if "call" in r:
             tr.write_line(f"{'':44s} per-call time {r['call'][0] * 1e6:.2f} us")
+        if case in _items and ours:
+            rate = {k: _items[case] / t for k, (t, _) in r.items() if k in ("npupack", "numpy")}
+            tr.write_line(f"{'':44s} layers/s: " + ", ".join(f"{k} {v:,.0f}" for k, v in rate.items()))
 
 
 @pytest.fixture(scope="session")

@@ -328,3 +328,13 @@ def test_pack_weights_many_equals_one_by_one():
         pack_weights_many([layers[0], np.ones((2, 2, 1, 1), np.float32)], precision="int8")
     with pytest.raises(LayoutError, match="groups"):
         pack_weights_many(layers, groups=[1, 2])
+
+
+def test_grouped_into_dirty_out_and_fresh_buffers_agree():
+    rng = np.random.default_rng(12)
+    w = rng.integers(-128, 128, (96, 1, 5, 5)).astype(np.int8)
+    fresh = pack_weights(w, groups=96)
+    dirty = np.full(fresh.weight.size + 10, 0xEE, np.uint8)
+    into = pack_weights(w, groups=96, out=dirty)
+    assert np.array_equal(into.weight, fresh.weight) and (dirty[fresh.weight.size:] == 0xEE).all()
+    assert np.array_equal(fresh.weight, expected(w, NV_FULL, "int8", groups=96))

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "npupack/errors.hpp"
+#include "npupack/grouped.hpp"
 #include "npupack/sparse.hpp"
 #include "npupack/winograd.hpp"
 
@@ -53,6 +54,23 @@ void check_stream(const py::array& stream, int64_t n, int es) {
 }  // namespace
 
 void bind_weights(py::module_& m) {
+  m.def(
+      "grouped_pack",
+      [](const py::array& w, py::array out, int64_t groups, int64_t kpg, int64_t cb, bool zeroed) {
+        if (w.ndim() != 4) throw LayoutError("grouped: w must be (K, C/G, R, S)");
+        npupack::GroupedSpec sp{};
+        sp.k = w.shape(0), sp.cg = w.shape(1), sp.r = w.shape(2), sp.s = w.shape(3);
+        for (int i = 0; i < 4; ++i) sp.stride[i] = w.strides(i);
+        sp.groups = groups, sp.kpg = kpg, sp.cb = cb, sp.elem_bytes = w.itemsize();
+        uint8_t* dst = writable(out, "out");
+        const int64_t size = out.nbytes();
+        npupack::grouped_bytes(sp);  // validates before the GIL is released
+        const char* src = static_cast<const char*>(w.data());
+        py::gil_scoped_release release;
+        npupack::grouped_pack(src, sp, reinterpret_cast<char*>(dst), size, zeroed);
+      },
+      py::arg("w"), py::arg("out"), py::arg("groups"), py::arg("kpg"), py::arg("cb"), py::arg("zeroed") = false,
+      "Grouped DC weights into a zeroed surface without densifying (nvdla.md 6.1, 7.1)");
   m.def(
       "winograd_pack",
       [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg, int target,

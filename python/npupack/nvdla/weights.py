@@ -82,17 +82,17 @@ def _check_groups(groups, k: int) -> int:
     return int(groups)
 
 
-def _densify(w: np.ndarray, groups: int) -> np.ndarray:
-    """Grouped ``(K, C/G, R, S)`` -> dense ``(K, C, R, S)`` with zeros outside each group's
-    channels (nvdla.md 7.1)."""
+def _pack_dc(layout, elems: np.ndarray, groups: int, kpg: int, config: Config, buf: np.ndarray,
+             zeroed: bool = False) -> None:
+    """DC mapping of (grouped) weights into ``buf``: the engine for dense weights; grouped ones
+    go straight into a zeroed surface (the whole ``buf``; ``zeroed``: it already is), never
+    densified (nvdla.md 7.1)."""
     if groups == 1:
-        return w
-    k, cg, r, s = w.shape
-    kg = k // groups
-    dense = np.zeros((groups, kg, groups, cg, r, s), dtype=w.dtype)
-    g = np.arange(groups)
-    dense[g, :, g] = w.reshape(groups, kg, cg, r, s)
-    return dense.reshape(k, groups * cg, r, s)
+        layout._pack_into(elems, buf)
+    else:
+        from npupack import _core
+
+        _core.grouped_pack(elems, buf, groups, kpg, config.channels_per_block, zeroed)
 
 
 def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
@@ -210,13 +210,16 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     kpg = config.kernels_per_group(precision)
     if compress is False:  # the per-layer hot path: no closure, no dict
         surface = roundup(meaningful, config.weight_size_alignment)
-        buf = check_out(out, surface)[:surface] if out is not None else np.empty(surface, dtype=np.uint8)
-        layout._pack_into(_densify(elems, g), buf)
-        if surface > meaningful:
+        if out is not None:
+            buf = check_out(out, surface)[:surface]
+        else:  # grouped: zero pages from the OS, touched only where a weight lands
+            buf = np.empty(surface, dtype=np.uint8) if g == 1 else np.zeros(surface, dtype=np.uint8)
+        _pack_dc(layout, elems, g, kpg, config, buf, zeroed=out is None)
+        if surface > meaningful and g == 1:
             buf[meaningful:] = 0
         fields = {"weight": buf}
     else:
-        fields = write_surfaces(lambda buf: layout._pack_into(_densify(elems, g), buf), meaningful,
+        fields = write_surfaces(lambda buf: _pack_dc(layout, elems, g, kpg, config, buf), meaningful,
                                 precision=precision, config=config, kernel_group_elements=kpg * cg * g * r * s,
                                 compress=compress, tail=config.weight_size_alignment, out=out)
     return WeightSurfaces._fast(
@@ -230,9 +233,9 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
                       **options) -> list:
     """Pack many layers in one call: the batch API for compilers (nvdla.md 5-7).
 
-    For DC weights all layers are validated and converted first, then packed by one C++ call
-    that releases the GIL once (large batches are split across threads by layer); the surfaces
-    are views into one allocation. Other kinds, and options only they take (``stride``,
+    For DC weights all layers are validated and converted first, then the dense ones are packed
+    by one C++ call that releases the GIL once (large batches are split across threads by
+    layer) and the grouped ones straight into their surfaces. Other kinds, and options only they take (``stride``,
     ``pixel_format``, ``compress``, ...), pack layer by layer through :func:`pack_weights`.
 
     Parameters
@@ -277,32 +280,36 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
     if rounding != "nearest_even":
         _check_rounding(rounding)
-    plans, total = [], 0
+    plans = []
     for i, (w, g) in enumerate(zip(items, group_list)):
         try:
             arr = w if type(w) is np.ndarray else np.asarray(w)
             k, cg, r, s = kcrs(arr.shape, "w")
             g = _check_groups(g, k)
             prec = infer_precision(arr.dtype, precision, config, "w")
-            elems = _densify(convert_elements(arr, prec, what="w", rounding=rounding, saturate=saturate,
-                                              allow_nan=allow_nan), g)
+            elems = convert_elements(arr, prec, what="w", rounding=rounding, saturate=saturate,
+                                     allow_nan=allow_nan)
         except (ValueError, TypeError) as e:
             raise type(e)(f"layer {i}: {e}") from e
         layout = _dc_layout((k, cg * g, r, s), prec, config)
         surface = roundup(layout.nbytes, config.weight_size_alignment)
-        plans.append((arr.shape, g, prec, layout, elems, total, surface))
-        total += surface
-    big = np.empty(total, dtype=np.uint8)
+        buf = np.empty(surface, dtype=np.uint8) if g == 1 else np.zeros(surface, dtype=np.uint8)
+        plans.append((arr.shape, g, prec, layout, elems, buf))
     from npupack import _core
 
-    _core.pack_many([(p[3]._core, p[4], big[p[5]:p[5] + p[6]]) for p in plans])
+    # Dense layers in one C++ call (one GIL release, shared out to threads); grouped layers go
+    # straight into their zeroed surfaces.
+    _core.pack_many([(p[3]._core, p[4], p[5]) for p in plans if p[1] == 1])
+    for _, g, prec, _, elems, buf in plans:
+        if g > 1:
+            _core.grouped_pack(elems, buf, g, config.kernels_per_group(prec), config.channels_per_block, True)
     result = []
-    for (k, cg, r, s), g, prec, layout, _, offset, surface in plans:
+    for (k, cg, r, s), g, prec, layout, _, buf in plans:
         kpg = config.kernels_per_group(prec)
         result.append(WeightSurfaces._fast(
-            weight=big[offset:offset + surface], kind="dc", precision=prec, shape=(k, cg, r, s),
-            packed_shape=(k, cg * g, r, s), kernel_groups=-(-k // kpg), bytes_per_kernel=cg * g * r * s *
-            element_size(prec), meaningful_bytes=layout.nbytes, config=config, groups=g))
+            weight=buf, kind="dc", precision=prec, shape=(k, cg, r, s), packed_shape=(k, cg * g, r, s),
+            kernel_groups=-(-k // kpg), bytes_per_kernel=cg * g * r * s * element_size(prec),
+            meaningful_bytes=layout.nbytes, config=config, groups=g))
     return result
 
 
