@@ -1,5 +1,7 @@
 #include "npupack/pixel.hpp"
 
+#include "npupack/cpu.hpp"
+
 namespace npupack {
 
 int64_t pack_10bit(const uint16_t* comps, int64_t pixels, const int* shifts, uint32_t* words) {
@@ -74,9 +76,8 @@ using RowFn = void (*)(const T*, int64_t, T*, T*);
 template <class T, bool VFirst>
 RowFn<T, VFirst> pick_split_row() {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) return split_row_avx2<T, VFirst>;
-  if (__builtin_cpu_supports("ssse3")) return split_row_ssse3<T, VFirst>;
+  if (cpu().avx2) return split_row_avx2<T, VFirst>;
+  if (cpu().ssse3) return split_row_ssse3<T, VFirst>;
 #endif
   return split_row_base<T, VFirst>;
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "npupack/cpu.hpp"
 #include "npupack/errors.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -144,13 +145,7 @@ __attribute__((target("ssse3,popcnt"))) void decompress_ssse3(const uint8_t* dat
   pos_done = pos;
 }
 
-bool has_ssse3() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
-  }();
-  return yes;
-}
+bool has_ssse3() { return cpu().ssse3 && cpu().popcnt; }
 #endif
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "npupack/checked.hpp"
+#include "npupack/cpu.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
 
@@ -194,13 +195,7 @@ __attribute__((target("avx,f16c"))) void fp16_cube_f16c(const double* t, uint16_
   }
 }
 
-bool has_f16c() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  }();
-  return yes;
-}
+bool has_f16c() { return cpu().avx && cpu().f16c; }
 #endif
 
 // Where the four lanes of a 4-channel block read from: source channel and stride phase.

@@ -52,7 +52,10 @@ def conv_operand(layer, precision: str, config, weight_scales, scales):
     fp16: the bias (per channel), none without a bias. int8/int16 (needs ``scales``): the
     int16 bias ``b / (Si * Sw[k])`` with its left shift, paired with the per-channel rescale
     ``Si * Sw[k] / So`` as int16 numerators with one right shift (nvdla/sw's per-filter flow).
-    Without scales an integer layer gets no operand and a note."""
+    Without scales an integer layer gets no operand and a note. ``layer`` is a
+    :class:`npupack.model.ConvLayer` (bias ``(K,)`` float32), ``weight_scales`` ``(K,)`` float32.
+    Raises ValueError when the table lacks the layer's input or output tensor or a bias does not
+    fit (see :func:`npupack.nvdla.quantize_bias`)."""
     if precision == "fp16":
         if layer.bias is None:
             return None, {}

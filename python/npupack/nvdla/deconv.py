@@ -23,7 +23,9 @@ __all__ = ["deconv_sets", "merge_deconv_sets"]
 def deconv_sets(w: np.ndarray, stride) -> list[tuple[tuple[int, int], np.ndarray]]:
     """Split ConvTranspose weights ``(C_in, K_out, R, S)`` into ``[((y, x), set), ...]`` in set
     order; each set is ``(K_out, C_in, ceil(R/sy), ceil(S/sx))`` *before* the flip (nvdla.md
-    10.1). Views where possible; zero-filled copies where the phase lacks taps."""
+    10.1), same dtype as ``w``. Views where possible; zero-filled copies where the phase lacks
+    taps. ``w`` must be 4-d and ``stride`` two ints >= 1 (checked by the caller,
+    :func:`npupack.nvdla.pack_weights`)."""
     sy, sx = stride
     c_in, k_out, r, s = w.shape
     kcrs_view = w.transpose(1, 0, 2, 3)
@@ -41,8 +43,10 @@ def deconv_sets(w: np.ndarray, stride) -> list[tuple[tuple[int, int], np.ndarray
 
 
 def merge_deconv_sets(sets, shape, stride) -> np.ndarray:
-    """Inverse of :func:`deconv_sets`: ``sets`` = per-set ``(K_out, C_in, Rs, Ss)`` tensors in set
-    order; returns ``(C_in, K_out, R, S)``."""
+    """Inverse of :func:`deconv_sets` (nvdla.md 10.1): ``sets`` = per-set ``(K_out, C_in, Rs, Ss)``
+    tensors in set order (``sy*sx`` of them, one dtype); returns ``(C_in, K_out, R, S)`` of that
+    dtype. Raises IndexError/ValueError (NumPy) when the sets do not fit ``shape``; callers
+    validate first (:func:`npupack.nvdla.unpack_weights`)."""
     sy, sx = stride
     c_in, k_out, r, s = shape
     out = np.empty((k_out, c_in, r, s), dtype=sets[0].dtype)

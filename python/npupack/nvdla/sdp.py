@@ -176,7 +176,10 @@ def _element_layout(c, h, w, k, e, dtype, line_stride, surface_stride) -> Blocke
 
 
 def element_strides(shape, *, e: int, eb: int, config: Config, line_stride=None, surface_stride=None):
-    """(line_stride, surface_stride, nbytes) of a per-element operand (nvdla.md 12.2), bytes."""
+    """``(line_stride, surface_stride, nbytes)`` in bytes of a per-element operand of logical
+    shape ``(C, H, W)`` with ``e`` elements per atom of ``eb`` bytes each (nvdla.md 12.2).
+    Default line stride ``roundup(W*e*eb, atom)``, surface stride ``H*line``. Raises
+    LayoutError for a stride that is not a positive multiple of the atom or is too small."""
     c, h, w = shape
     atom = config.atom_bytes
     row = w * e * eb

@@ -170,18 +170,21 @@ def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_eleme
         group_nonzero=counts, group_zero_fraction=1.0 - counts / np.maximum(sizes, 1))
 
 
-def _compress(raw: np.ndarray, es: int, group: int, out=None) -> dict:
+def _compress(raw: np.ndarray, es: int, group: int, out=None, counts=None) -> dict:
     """One pass: WMB and DATA together, then the group counts from the WMB. Without ``out`` the
     DATA buffer is allocated for the worst case (every element non-zero; untouched pages cost
     nothing) and ``weight`` is its first ``data_bytes``; with ``out`` the non-zeros are counted
-    first so that ``out`` is checked before anything is written."""
+    first (or ``counts``, already known, are used) so that ``out`` is checked before anything is
+    written."""
     n = raw.size // es
     groups = -(-n // group)
     wmb_bytes, wgs_bytes = _surface(-(-n // 8)), _surface(4 * groups)
     if out is None:
         data = np.empty(_surface(n * es), dtype=np.uint8)
     else:
-        data = check_out(out, _surface(int(_core.sparse_count(raw, n, es, group).sum()) * es))
+        if counts is None:
+            counts = _core.sparse_count(raw, n, es, group)
+        data = check_out(out, _surface(int(counts.sum()) * es))
     wmb = np.empty(wmb_bytes, dtype=np.uint8)
     written = _core.sparse_compress(raw, n, es, wmb, data)
     wmb[-(-n // 8):] = 0
@@ -207,6 +210,7 @@ def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mo
             buf[:stream.size] = stream
             buf[stream.size:] = 0
             return dict(weight=buf)
+        return _compress(stream, es, kernel_group_elements, out, counts)
     return _compress(stream, es, kernel_group_elements, out)
 
 

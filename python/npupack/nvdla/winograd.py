@@ -45,7 +45,9 @@ def winograd_shape(shape, stride, precision: str, config: Config) -> tuple[int, 
 def winograd_layout(packed_shape, precision: str, config: Config) -> BlockedLayout:
     """Engine descriptor of the mapped Winograd tensor ``(K, C_ext, 4, 4)`` (nvdla.md 9.6):
     ragged kernel groups of ``kpg``, 4-channel blocks, nest ``K/kpg, C/4, kpg, R, S, 4``.
-    ``nbytes`` = ``K * C_ext * 16 * es``. Used to unpack; packing runs fused in C++."""
+    ``nbytes`` = ``K * C_ext * 16 * es`` bytes. Used to unpack; packing runs fused in C++ (and
+    the tests check the two agree). Raises LayoutError for a shape that is not
+    ``(K, C_ext, 4, 4)`` with ``C_ext % 4 == 0``, ValueError for an unknown precision."""
     return _winograd_layout(kcrs(packed_shape, "packed_shape"), precision, config)
 
 
