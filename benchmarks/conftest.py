@@ -10,6 +10,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 
+import npupack  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _single_thread():
+    """The issues' targets are single-thread figures: every benchmark runs with one npupack
+    thread unless it sets its own count (bench_threads, bench_zoo) inside."""
+    with npupack.num_threads(1):
+        yield
+
 _results = collections.defaultdict(dict)  # case -> impl -> (seconds, bytes)
 _items = {}  # case -> number of layers (or other items) one call handles
 

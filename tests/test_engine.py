@@ -236,3 +236,25 @@ def test_grouped_transpose_columns(eb, t, ob, ib, y, x, seed):
     packed = layout.pack(v)
     assert np.array_equal(packed, layout.pack(v, reference=True))
     assert np.array_equal(layout.unpack(packed), v)
+
+
+@pytest.mark.parametrize("eb", [1, 2])
+@pytest.mark.parametrize("cols", range(8, 18))
+def test_narrow_transposes_every_width_and_row_count(eb, cols):
+    """Rows of 9..16 columns (3x3 kernels: 9 taps) take the whole-row transpose network: every
+    width around it, row counts around its 8/16/32-row blocks, contiguous and padded row strides
+    (the last row's read must end at its last element), against the reference path and NumPy."""
+    dtype = np.dtype(f"u{eb}")
+    layout_of = {}
+    rng = np.random.default_rng(cols)
+    for rows in (8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100):
+        if rows not in layout_of:
+            layout_of[rows] = BlockedLayout([Dim("a", rows), Dim("b", cols)], [("b", 0), ("a", 0)], dtype)
+        layout = layout_of[rows]
+        for extra in (0, 3):
+            full = rng.integers(0, 2**(8 * eb) - 1, size=(rows, cols + extra), dtype=dtype, endpoint=True)
+            x = full[:, :cols]
+            packed = layout.pack(x)
+            assert np.array_equal(packed.view(dtype), x.T.reshape(-1)), (rows, extra)
+            assert np.array_equal(packed, layout.pack(x, reference=True))
+            assert np.array_equal(layout.unpack(packed), x)

@@ -204,6 +204,10 @@ PYBIND11_MODULE(_core, m) {
       "fp16_first_nan", [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_first_nan); },
       "Flat index of the first binary16 NaN, or -1");
   m.def(
+      "fp16_first_nonfinite",
+      [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_first_nonfinite); },
+      "Flat index of the first binary16 INF or NaN, or -1");
+  m.def(
       "highlow_split",
       [](const py::array_t<int16_t, 0>& in, py::array_t<uint8_t, 0>& out) {
         if (!(in.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) || in.size() % 16 ||

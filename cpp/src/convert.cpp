@@ -3,6 +3,11 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#define NPUPACK_SSE2_SCAN 1
+#endif
+
 namespace npupack {
 
 uint16_t fp16_from_float(float x, Fp16Rounding rounding, bool saturate) {
@@ -27,31 +32,65 @@ void to_fp16(const double* in, uint16_t* out, int64_t n, Fp16Rounding rounding, 
   for (int64_t i = 0; i < n; ++i) out[i] = fp16_from_double(in[i], rounding, saturate);
 }
 
-bool fp16_any_inf(const uint16_t* bits, int64_t n) {
-  // Branch-free chunks so the compiler vectorises the scan; stop at the first chunk with an INF.
-  constexpr int64_t kChunk = 4096;
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t end = i + kChunk < n ? i + kChunk : n;
-    unsigned hit = 0;
-    for (int64_t j = i; j < end; ++j) hit |= (bits[j] & 0x7FFFu) == 0x7C00u;
-    if (hit) return true;
-  }
-  return false;
-}
+namespace {
 
-int64_t fp16_first_nan(const uint16_t* bits, int64_t n) {
-  constexpr int64_t kChunk = 4096;
+// Index of the first element whose bits satisfy the predicate, or -1. Chunks are tested with
+// SSE2 (8 halves per compare, the lane masks OR-ed together) and only a chunk with a hit is
+// searched element by element: the common clean tensor costs one streaming pass.
+template <class Scalar, class Lanes>
+int64_t first_match(const uint16_t* bits, int64_t n, Scalar scalar, Lanes lanes) {
+  constexpr int64_t kChunk = 2048;
   for (int64_t i = 0; i < n; i += kChunk) {
     const int64_t end = i + kChunk < n ? i + kChunk : n;
-    unsigned hit = 0;
-    for (int64_t j = i; j < end; ++j) hit |= (bits[j] & 0x7FFFu) > 0x7C00u;
+    int64_t j = i;
+    bool hit = false;
+#if defined(NPUPACK_SSE2_SCAN)
+    __m128i acc = _mm_setzero_si128();
+    for (; j + 32 <= end; j += 32) {
+      const auto* p = reinterpret_cast<const __m128i*>(bits + j);
+      const __m128i m0 = _mm_or_si128(lanes(_mm_loadu_si128(p)), lanes(_mm_loadu_si128(p + 1)));
+      const __m128i m1 = _mm_or_si128(lanes(_mm_loadu_si128(p + 2)), lanes(_mm_loadu_si128(p + 3)));
+      acc = _mm_or_si128(acc, _mm_or_si128(m0, m1));
+    }
+    hit = _mm_movemask_epi8(acc) != 0;
+#else
+    (void)lanes;
+#endif
+    for (; j < end; ++j) hit = hit || scalar(bits[j]);
     if (hit) {
-      for (int64_t j = i; j < end; ++j) {
-        if ((bits[j] & 0x7FFFu) > 0x7C00u) return j;
+      for (j = i; j < end; ++j) {
+        if (scalar(bits[j])) return j;
       }
     }
   }
   return -1;
+}
+
+#if defined(NPUPACK_SSE2_SCAN)
+inline __m128i masked_eq(__m128i v, int16_t mask, int16_t value) {
+  return _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(mask)), _mm_set1_epi16(value));
+}
+#endif
+
+}  // namespace
+
+bool fp16_any_inf(const uint16_t* bits, int64_t n) {
+  return first_match(
+             bits, n, [](uint16_t b) { return (b & 0x7FFFu) == 0x7C00u; },
+             [](auto v) { return masked_eq(v, 0x7FFF, 0x7C00); }) >= 0;
+}
+
+int64_t fp16_first_nan(const uint16_t* bits, int64_t n) {
+  // |b| > 0x7C00 as a signed 16-bit compare: |b| <= 0x7FFF is non-negative.
+  return first_match(
+      bits, n, [](uint16_t b) { return (b & 0x7FFFu) > 0x7C00u; },
+      [](auto v) { return _mm_cmpgt_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00)); });
+}
+
+int64_t fp16_first_nonfinite(const uint16_t* bits, int64_t n) {
+  return first_match(
+      bits, n, [](uint16_t b) { return (b & 0x7C00u) == 0x7C00u; },
+      [](auto v) { return masked_eq(v, 0x7C00, 0x7C00); });
 }
 
 namespace {

@@ -127,6 +127,13 @@ BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> or
   if (ragged_ && explicit_strides) {
     throw LayoutError("explicit byte strides cannot be combined with ragged (unpadded) blocks");
   }
+  // A ragged dim whose extent is a multiple of its tile has no short block, so it is stored
+  // exactly like a plain one: treat it as plain, which gives the executor constant strides.
+  ragged_ = false;
+  for (DimSpec& d : dims_) {
+    if (d.ragged && d.extent % d.tiles[0] == 0) d.ragged = false;
+    ragged_ = ragged_ || d.ragged;
+  }
 
   // Strides, inner to outer. `span` = bytes addressed by the sub-nest inside the current axis.
   int64_t span = elem_bytes_;

@@ -3,6 +3,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "npupack/cpu.hpp"
+#include "transpose_narrow.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h>
 #define NPUPACK_SSE2 1
@@ -131,10 +134,55 @@ void interleave_u8(SR row, char* dst, int64_t rows, int64_t cols) {
   scalar<1>(row, StridedOut{dst, rows}, 0, rows, c, cols);
 }
 
+// Rows of 9..16 columns read whole (transpose_narrow.hpp). NC is a template argument so the
+// network's unused outputs are pruned; the variants are instantiated per column count.
+template <class DC, template <int> class Run>
+bool narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, int64_t min_rows) {
+  if (cols < 9 || cols > 16 || rows < min_rows || row.stride < cols * eb) return false;
+  const narrow::RowReader in{row.base, row.stride, rows, cols * eb};
+  switch (cols) {
+    case 9: Run<9>::go(in, col); break;
+    case 10: Run<10>::go(in, col); break;
+    case 11: Run<11>::go(in, col); break;
+    case 12: Run<12>::go(in, col); break;
+    case 13: Run<13>::go(in, col); break;
+    case 14: Run<14>::go(in, col); break;
+    case 15: Run<15>::go(in, col); break;
+    default: Run<16>::go(in, col); break;
+  }
+  return true;
+}
+
+template <class DC>
+struct NarrowU8Sse2 {
+  template <int NC>
+  struct R {
+    static void go(const narrow::RowReader& in, DC col) { narrow::sse2::run_u8<NC>(in, col); }
+  };
+};
+template <class DC>
+struct NarrowU8Avx2 {
+  template <int NC>
+  struct R {
+    static void go(const narrow::RowReader& in, DC col) { narrow::avx2::run_u8<NC>(in, col); }
+  };
+};
+template <class DC>
+struct NarrowU16Avx2 {
+  template <int NC>
+  struct R {
+    static void go(const narrow::RowReader& in, DC col) { narrow::avx2::run_u16<NC>(in, col); }
+  };
+};
+
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
     if ((rows == 2 || rows == 4) && col.stride == rows) return interleave_u8(row, col.base, rows, cols);
+  }
+  if constexpr (std::is_same_v<SR, Strided>) {
+    if (cpu().avx2 && narrow<DC, NarrowU8Avx2<DC>::template R>(row, col, rows, cols, 1, 32)) return;
+    if (narrow<DC, NarrowU8Sse2<DC>::template R>(row, col, rows, cols, 1, 16)) return;
   }
   if (rows < 16) {  // 8x8 blocks for 8..15 rows (8-byte atoms, short channel blocks)
     tile_2d<1>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
@@ -179,6 +227,9 @@ inline void tr8x8_u16(const __m128i a[8], __m128i out[8]) {
 
 template <class SR, class DC>
 void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
+  if constexpr (std::is_same_v<SR, Strided>) {
+    if (cpu().avx2 && narrow<DC, NarrowU16Avx2<DC>::template R>(row, col, rows, cols, 2, 8)) return;
+  }
   tile_2d<2>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
     __m128i a[8], out[8];
     const auto s = row.at(r, 2 * c);

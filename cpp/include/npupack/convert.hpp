@@ -57,6 +57,9 @@ void to_fp16(const double* in, uint16_t* out, int64_t n, Fp16Rounding rounding, 
 // Scans of binary16 bit patterns (NumPy's float16 isinf/isnan are emulated and slow).
 bool fp16_any_inf(const uint16_t* bits, int64_t n);
 int64_t fp16_first_nan(const uint16_t* bits, int64_t n);  // -1 when there is none
+// First INF or NaN (exponent all ones), -1 when every value is finite: one pass for the common
+// clean tensor before the separate NaN / INF rules apply.
+int64_t fp16_first_nonfinite(const uint16_t* bits, int64_t n);
 
 // Quantise `blocks` contiguous blocks of `block_len` float32 values each (one block per output
 // kernel, or one block for the whole tensor) with nvdla/sw's float32 formula; writes q (int8 or

@@ -191,6 +191,9 @@ def convert_elements(x: np.ndarray, precision: str, *, what: str, rounding: str 
     target = _TARGET_DTYPE[precision]
     kind = x.dtype.kind
     if precision == "fp16":
+        if x.dtype == np.float16 and x.flags.c_contiguous and \
+                _core.fp16_first_nonfinite(x.reshape(-1).view(np.uint16)) < 0:
+            return x  # every value finite: nothing to reject or saturate (one scan, not two)
         if kind == "f" and not allow_nan:
             nan = _first_nan(x)
             if nan is not None:

@@ -1,0 +1,173 @@
+// Narrow transposes (internal to transpose.cpp): source rows of 9..16 columns, the shape of every
+// 3x3 kernel (9 taps per channel) in NVDLA DC weights and clDNN's os_is_yx_* weight formats.
+//
+// The generic kernel covers 9 columns with two overlapping 8-column blocks, which does the work of
+// 16 columns. Here each row is read whole (16 bytes; 32 for 16-bit elements) and one full
+// transpose network runs once, its unused outputs pruned at compile time (NC, the column count,
+// is a template argument). The AVX2 variant of the byte network runs two networks side by side,
+// one per 128-bit lane: lane 0 holds rows r..r+15, lane 1 rows r+16..r+31, so each 256-bit result
+// is 32 consecutive rows of one column, which is one store.
+//
+// A whole-row load may reach past the row's last column. It stays inside the matrix (the bytes
+// belong to the next row) except near the end; those last rows are first copied to a small
+// buffer, so nothing outside [first row, last element] is ever read.
+//
+// The network (transpose_network.inc) is compiled once per instruction set, each copy in its own
+// namespace and the AVX2 one inside a target pragma, so the baseline copy has no AVX instruction.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+namespace npupack {
+namespace narrow {
+
+// The rows of a block: row k starts at first + k * stride. With Ends, row `last` is the one row
+// whose whole-row read would pass the matrix's last element; the loads read it so that the read
+// ends exactly at its last element and shift the bytes into place. Only the matrix's last row can
+// be such a row: rows are at least row_bytes apart and a read overshoots by less than that.
+template <bool Ends>
+struct Rows {
+  const char* first;
+  int64_t stride;
+  int last;
+  const char* operator()(int k) const { return first + k * stride; }
+  bool is_last(int k) const { return Ends && k == last; }
+};
+
+// The rows of a strided matrix: block<N, Width>(r, f) calls f(Rows) for rows r..r+N-1 (the
+// check for a last row is compiled only into the one block that holds it).
+struct RowReader {
+  const char* base;
+  int64_t stride, rows, row_bytes;
+
+  template <int N, int Width, class F>
+  void block(int64_t r, F&& f) const {
+    if ((r + N - 1) * stride + Width > (rows - 1) * stride + row_bytes) {
+      f(Rows<true>{base + r * stride, stride, static_cast<int>(rows - 1 - r)});
+    } else {
+      f(Rows<false>{base + r * stride, stride, -1});
+    }
+  }
+};
+
+// Calls block(r) for blocks of rb rows covering [0, rows) (rows >= rb); a remainder is one last
+// block overlapping the previous one, which rewrites the same values.
+template <class Block>
+inline void over_rows(int64_t rows, int64_t rb, Block block) {
+  for (int64_t r = 0;; r += rb) {
+    if (r + rb > rows) r = rows - rb;
+    block(r);
+    if (r + rb >= rows) break;
+  }
+}
+
+#define NPUPACK_AI __attribute__((always_inline)) static inline
+
+// 16 bytes from row k, whose first `Bytes` (9..16) are the row's; for the last row the read ends
+// at its last byte (SSE2, so every instruction set may use it).
+template <int Bytes, bool Ends>
+__attribute__((always_inline)) inline __m128i load_row(const Rows<Ends>& row, int k) {
+  if (row.is_last(k)) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k) + Bytes - 16));
+    return _mm_srli_si128(v, 16 - Bytes);
+  }
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k)));
+}
+
+namespace sse2 {
+// The network on 128-bit registers: 16 rows per block.
+struct V {
+  using reg = __m128i;
+  static constexpr int kRowsU8 = 16;
+  NPUPACK_AI reg lo8(reg a, reg b) { return _mm_unpacklo_epi8(a, b); }
+  NPUPACK_AI reg hi8(reg a, reg b) { return _mm_unpackhi_epi8(a, b); }
+  NPUPACK_AI reg lo16(reg a, reg b) { return _mm_unpacklo_epi16(a, b); }
+  NPUPACK_AI reg hi16(reg a, reg b) { return _mm_unpackhi_epi16(a, b); }
+  NPUPACK_AI reg lo32(reg a, reg b) { return _mm_unpacklo_epi32(a, b); }
+  NPUPACK_AI reg hi32(reg a, reg b) { return _mm_unpackhi_epi32(a, b); }
+  NPUPACK_AI reg lo64(reg a, reg b) { return _mm_unpacklo_epi64(a, b); }
+  NPUPACK_AI reg hi64(reg a, reg b) { return _mm_unpackhi_epi64(a, b); }
+  template <int Bytes, bool Ends>
+  NPUPACK_AI reg load(const Rows<Ends>& row, int k) { return load_row<Bytes>(row, k); }
+  NPUPACK_AI void store(char* d, reg v) { _mm_storeu_si128(reinterpret_cast<reg*>(d), v); }
+};
+#include "transpose_network.inc"
+}  // namespace sse2
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace avx2 {
+// The same network on both 128-bit lanes of a 256-bit register (every unpack instruction works
+// within lanes): 32 rows per block, row k in lane 0 and row k + 16 in lane 1.
+struct V {
+  using reg = __m256i;
+  static constexpr int kRowsU8 = 32;
+  NPUPACK_AI reg lo8(reg a, reg b) { return _mm256_unpacklo_epi8(a, b); }
+  NPUPACK_AI reg hi8(reg a, reg b) { return _mm256_unpackhi_epi8(a, b); }
+  NPUPACK_AI reg lo16(reg a, reg b) { return _mm256_unpacklo_epi16(a, b); }
+  NPUPACK_AI reg hi16(reg a, reg b) { return _mm256_unpackhi_epi16(a, b); }
+  NPUPACK_AI reg lo32(reg a, reg b) { return _mm256_unpacklo_epi32(a, b); }
+  NPUPACK_AI reg hi32(reg a, reg b) { return _mm256_unpackhi_epi32(a, b); }
+  NPUPACK_AI reg lo64(reg a, reg b) { return _mm256_unpacklo_epi64(a, b); }
+  NPUPACK_AI reg hi64(reg a, reg b) { return _mm256_unpackhi_epi64(a, b); }
+  // Lane 0 from a 32-byte read of row k (its upper half is discarded; row k + 16 lies further on,
+  // so the read stays inside the matrix), lane 1 from a broadcast read of row k + 16, joined by a
+  // blend: loads and a blend keep the shuffle ports free for the network.
+  template <int Bytes, bool Ends>
+  NPUPACK_AI reg load(const Rows<Ends>& row, int k) {
+    const reg lo = _mm256_loadu_si256(reinterpret_cast<const reg*>(row(k)));
+    if (row.is_last(k + 16)) return _mm256_inserti128_si256(lo, load_row<Bytes>(row, k + 16), 1);
+    const reg hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k + 16))));
+    return _mm256_blend_epi32(lo, hi, 0xF0);
+  }
+  NPUPACK_AI void store(char* d, reg v) { _mm256_storeu_si256(reinterpret_cast<reg*>(d), v); }
+};
+#include "transpose_network.inc"
+
+// 8 rows of 16-bit elements, NC (9..16) columns: lane 0 of a row register holds columns 0..7,
+// lane 1 columns 8..15, and one 8x8 network transposes both halves.
+template <int NC, bool Ends, class DCur>
+__attribute__((always_inline)) inline void block_u16(const Rows<Ends>& row, DCur d) {
+  using R = V::reg;
+  R a[8], b[8], c[8];
+  for (int k = 0; k < 8; ++k) {
+    a[k] = row.is_last(k) ? _mm256_inserti128_si256(_mm256_castsi128_si256(load_row<16>(row, k)),
+                                                    load_row<2 * NC - 16>(Rows<true>{row(k) + 16, 0, 0}, 0), 1)
+                         : _mm256_loadu_si256(reinterpret_cast<const R*>(row(k)));
+  }
+  for (int k = 0; k < 4; ++k) {
+    b[2 * k] = V::lo16(a[2 * k], a[2 * k + 1]);      // columns 0-3 of rows 2k, 2k+1
+    b[2 * k + 1] = V::hi16(a[2 * k], a[2 * k + 1]);  // columns 4-7
+  }
+  for (int h = 0; h < 2; ++h) {  // c[4h + 2g + q]: columns 4h+2q, +1 of rows 4g..4g+3
+    c[4 * h] = V::lo32(b[h], b[h + 2]);
+    c[4 * h + 1] = V::hi32(b[h], b[h + 2]);
+    c[4 * h + 2] = V::lo32(b[h + 4], b[h + 6]);
+    c[4 * h + 3] = V::hi32(b[h + 4], b[h + 6]);
+  }
+  for (int col = 0; col < NC; ++col) {
+    const int k = col % 8, h = k / 4, q = (k / 2) % 2;
+    const R top = c[4 * h + q], bottom = c[4 * h + 2 + q];
+    const R v = k % 2 ? V::hi64(top, bottom) : V::lo64(top, bottom);
+    const __m128i half = col < 8 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d[col]), half);
+  }
+}
+
+template <int NC, class DC>
+void run_u16(const RowReader& in, DC col) {
+  over_rows(in.rows, 8, [&](int64_t r) {
+    in.block<8, 32>(r, [&](const auto& row) { block_u16<NC>(row, col.at(0, 2 * r)); });
+  });
+}
+}  // namespace avx2
+#pragma GCC pop_options
+
+#undef NPUPACK_AI
+
+}  // namespace narrow
+}  // namespace npupack
+#endif
