@@ -152,6 +152,8 @@ def test_quantize_bad_input():
         quantize_weights(np.array([[1.0], [np.nan]], np.float32))
     with pytest.raises(ValueError, match="NaN or inf"):
         quantize_weights(np.array([np.inf], np.float32))
+    with pytest.raises(ValueError, match="index \\(1,\\) exceeds the float32 range"):
+        quantize_weights(np.array([1.0, 1e300]))
     with pytest.raises(TypeError, match="float"):
         quantize_weights(np.array([1, 2], np.int8))
     with pytest.raises(ValueError, match="precision"):

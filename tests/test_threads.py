@@ -85,3 +85,25 @@ def test_eight_python_threads_match_sequential(rng):
     assert not errors
     for name in names:
         assert all(np.array_equal(r, sequential[name]) for r in results[name]), name
+
+
+def _pack_in_child(w):
+    with npupack.num_threads(2):
+        return pack_weights(w).weight
+
+
+def test_pool_survives_fork_and_thread_count_changes(rng):
+    """The workers persist between calls: a forked child (which has none of them) still packs
+    with several threads, and growing / shrinking the count between calls changes no byte."""
+    import multiprocessing
+
+    w = rng.integers(-128, 128, (512, 512, 3, 3), dtype=np.int8)
+    with npupack.num_threads(1):
+        expected = pack_weights(w).weight
+    for n in (2, 3, 1, 4, 2):  # the pool is in use (and has grown) before the fork
+        with npupack.num_threads(n):
+            assert np.array_equal(pack_weights(w).weight, expected), n
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child = pool.apply_async(_pack_in_child, (w,)).get(timeout=60)
+    assert np.array_equal(child, expected)
+

@@ -1,10 +1,11 @@
-// Splitting large kernels across threads. Each call starts its own short-lived workers (no pool
-// to keep alive across fork() or interpreter shutdown); kernels use it only for jobs big enough
-// that starting a thread (~20 us) is small against the work.
+// Splitting large kernels across threads, on a pool of persistent workers: worker p always runs
+// part p of a job, so the same part of a buffer is touched by the same core from one call to the
+// next (per-call threads made two threads slower than one on copies that live in cache). Kernels
+// split only jobs big enough that handing out work (a few microseconds) is small against it.
 #pragma once
 #include <cstdint>
 #include <exception>
-#include <thread>
+#include <functional>
 #include <vector>
 
 namespace npupack {
@@ -17,14 +18,18 @@ void set_num_threads(int n);
 // True on a thread that already runs a part of a parallel_for: nested calls stay serial, so a
 // batch split across layers does not multiply threads inside each layer.
 bool in_parallel_region();
-void set_in_parallel_region(bool on);
 
 // Bytes of work below which a kernel stays on the calling thread.
 constexpr int64_t kParallelBytes = int64_t{1} << 20;
 
+// Runs part(p) for p in [0, parts): part 0 on the caller, the others on pool workers. Returns
+// false without running anything when the pool is busy with another caller's job (the caller
+// then runs serially: concurrent callers never oversubscribe the cores). Exceptions from any
+// part are rethrown on the caller after every part has finished.
+bool run_on_pool(int64_t parts, const std::function<void(int64_t)>& part);
+
 // Calls f(begin, end) on disjoint ranges covering [0, n), at most num_threads() of them at
-// once, each at least `grain` long (so small n runs on the caller alone). Exceptions from any
-// range are rethrown on the caller after every worker has finished.
+// once, each at least `grain` long (so small n runs on the caller alone).
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
@@ -32,35 +37,11 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   int64_t parts = n / grain;
   const int64_t threads = num_threads();
   if (parts > threads) parts = threads;
-  if (parts <= 1 || in_parallel_region()) {
-    f(int64_t{0}, n);
+  if (parts > 1 && !in_parallel_region() &&
+      run_on_pool(parts, [&](int64_t p) { f(n * p / parts, n * (p + 1) / parts); })) {
     return;
   }
-  std::vector<std::thread> workers;
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
-  workers.reserve(static_cast<size_t>(parts - 1));
-  for (int64_t p = 1; p < parts; ++p) {
-    const int64_t b = n * p / parts, e = n * (p + 1) / parts;
-    workers.emplace_back([&f, &errors, p, b, e] {
-      set_in_parallel_region(true);
-      try {
-        f(b, e);
-      } catch (...) {
-        errors[static_cast<size_t>(p)] = std::current_exception();
-      }
-    });
-  }
-  set_in_parallel_region(true);
-  try {
-    f(int64_t{0}, n / parts);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  set_in_parallel_region(false);
-  for (auto& w : workers) w.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  f(int64_t{0}, n);
 }
 
 }  // namespace npupack

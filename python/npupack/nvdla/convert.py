@@ -102,8 +102,8 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
     TypeError
         ``w`` is not a float array.
     ValueError
-        NaN or inf in ``w``; unknown ``precision`` or ``mode``; ``kernel_axis`` out of range;
-        empty ``w``.
+        NaN or inf in ``w``, or a float64 value beyond the float32 range; unknown ``precision``
+        or ``mode``; ``kernel_axis`` out of range; empty ``w``.
     """
     if precision not in ("int8", "int16"):
         raise ValueError(f"precision: {precision!r} is not 'int8' or 'int16' (nvdla.md 2.3)")
@@ -116,11 +116,16 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
         raise ValueError(f"w: expected a non-empty array with at least one axis, got shape {arr.shape}")
     if not -arr.ndim <= kernel_axis < arr.ndim:
         raise ValueError(f"kernel_axis: {kernel_axis} is out of range for a {arr.ndim}-d array")
-    w32 = arr.astype(np.float32)
-    bad = ~np.isfinite(w32)
+    bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(f"w: NaN or inf at index {tuple(int(i) for i in np.argwhere(bad)[0])}; "
                          "weights must be finite to be quantised (nvdla.md 2.3)")
+    with np.errstate(over="ignore"):
+        w32 = arr.astype(np.float32)
+    big = ~np.isfinite(w32)
+    if big.any():
+        raise ValueError(f"w: value at index {tuple(int(i) for i in np.argwhere(big)[0])} exceeds the float32 "
+                         "range; the quantiser computes in float32 (nvdla.md 2.3)")
     moved = np.ascontiguousarray(np.moveaxis(w32, kernel_axis, 0))
     k = moved.shape[0]
     blocks = moved.reshape(k, -1) if mode == "per_filter" else moved.reshape(1, -1)

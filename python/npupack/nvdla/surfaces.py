@@ -125,6 +125,10 @@ class WeightSurfaces:
 
 def kcrs(shape, name: str) -> tuple[int, int, int, int]:
     """``shape`` as four ints >= 1, else LayoutError / TypeError naming ``name``."""
+    if type(shape) is tuple and len(shape) == 4:  # an ndarray's shape: checked in a fraction of the time
+        k, c, r, s = shape
+        if type(k) is int and type(c) is int and type(r) is int and type(s) is int and min(shape) >= 1:
+            return shape
     shape = tuple(shape)
     if len(shape) != 4:
         raise LayoutError(f"{name}: expected weights (K, C, R, S), got {len(shape)} dimensions {shape}")
