@@ -120,7 +120,12 @@ void bind_weights(py::module_& m) {
       "Non-zero elements per kernel group (nvdla.md 11.1)");
   m.def(
       "sparse_compress",
-      [](const py::array& stream, int64_t n, int es, py::array wmb, py::array data) {
+      [](const py::array& stream, int64_t n, int es, py::array wmb, py::array data, const std::string& path) {
+        const auto kernel = path == "auto"    ? npupack::SparsePath::kAuto
+                            : path == "avx2"  ? npupack::SparsePath::kAvx2
+                            : path == "ssse3" ? npupack::SparsePath::kSsse3
+                            : path == "scalar" ? npupack::SparsePath::kScalar
+                                               : throw LayoutError("sparse_compress: unknown path " + path);
         es = element_bytes(es);
         check_stream(stream, n, es);
         if (wmb.nbytes() < (n + 7) / 8) throw LayoutError("sparse_compress: wmb too small");
@@ -129,9 +134,11 @@ void bind_weights(py::module_& m) {
         uint8_t* d = writable(data, "data");
         const int64_t cap = data.nbytes();
         py::gil_scoped_release release;
-        return npupack::sparse_compress(s, n, es, w, d, cap);
+        return npupack::sparse_compress(s, n, es, w, d, cap, kernel);
       },
-      "WMB bits and compacted DATA (nvdla.md 11.1); returns the DATA bytes written");
+      py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("wmb"), py::arg("data"), py::arg("path") = "auto",
+      "WMB bits and compacted DATA (nvdla.md 11.1); returns the DATA bytes written. `path` forces a kernel "
+      "(auto, avx2, ssse3, scalar) for tests");
   m.def(
       "sparse_group_popcount",
       [](const py::array& wmb, int64_t n, int64_t group_elems) {
