@@ -390,6 +390,26 @@ class Executor {
     if (!x.exact) base_[x.dim] = saved;
   }
 
+  // The loop just outside a transposed pair (DC weights: the kernels of a group, each a channel
+  // block x taps matrix) as one batched transpose: the kernel is chosen once per batch, not once
+  // per small matrix. Only for plain transposes of a non-ragged layout (the pad-row and ragged
+  // cases take inner_pair per step).
+  bool batch_pairs(const Loop& b, int64_t loff, int64_t poff) {
+    if (!transpose_ || group_ > 1 || L_.ragged() || !b.exact || b.extent < 2) return false;
+    const Loop& x = loops_[loops_.size() - 2];
+    const Loop& in = loops_.back();
+    const Range rin = range(in), rx = range(x);
+    if (to_packed_ && rin.n() < in.extent - rin.lo) return false;
+    loff += rin.lo * in.lstep;
+    poff += rin.lo * eb_;
+    if (to_packed_) {
+      transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, x.pstep, b.pstep, rin.n(), rx.n(), b.extent, eb_);
+    } else {
+      transpose_batch(pin_ + poff, x.pstep, b.pstep, lout_ + loff, in.lstep, b.lstep, rx.n(), rin.n(), b.extent, eb_);
+    }
+    return true;
+  }
+
   void rec(size_t li, int64_t loff, int64_t poff) {
     const size_t n = loops_.size();
     if (n == 1) {
@@ -407,6 +427,7 @@ class Executor {
       return;
     }
     const Loop& lp = loops_[li];
+    if (li + 3 == n && batch_pairs(lp, loff, poff)) return;
     const Range r = range(lp);
     const int64_t ps = pstride(lp);
     const int64_t saved = base_[lp.dim];

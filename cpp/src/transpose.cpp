@@ -135,20 +135,22 @@ void interleave_u8(SR row, char* dst, int64_t rows, int64_t cols) {
 }
 
 // Rows of 9..16 columns read whole (transpose_narrow.hpp). NC is a template argument so the
-// network's unused outputs are pruned; the variants are instantiated per column count.
+// network's unused outputs are pruned; the variants are instantiated per column count. `batch`
+// repeats the transpose over equally spaced matrices inside the kernel (one dispatch for all).
 template <class DC, template <int> class Run>
-bool narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, int64_t min_rows) {
+bool narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, int64_t min_rows,
+            const narrow::Batch& batch) {
   if (cols < 9 || cols > 16 || rows < min_rows || row.stride < cols * eb) return false;
   const narrow::RowReader in{row.base, row.stride, rows, cols * eb};
   switch (cols) {
-    case 9: Run<9>::go(in, col); break;
-    case 10: Run<10>::go(in, col); break;
-    case 11: Run<11>::go(in, col); break;
-    case 12: Run<12>::go(in, col); break;
-    case 13: Run<13>::go(in, col); break;
-    case 14: Run<14>::go(in, col); break;
-    case 15: Run<15>::go(in, col); break;
-    default: Run<16>::go(in, col); break;
+    case 9: Run<9>::go(in, col, batch); break;
+    case 10: Run<10>::go(in, col, batch); break;
+    case 11: Run<11>::go(in, col, batch); break;
+    case 12: Run<12>::go(in, col, batch); break;
+    case 13: Run<13>::go(in, col, batch); break;
+    case 14: Run<14>::go(in, col, batch); break;
+    case 15: Run<15>::go(in, col, batch); break;
+    default: Run<16>::go(in, col, batch); break;
   }
   return true;
 }
@@ -157,23 +159,39 @@ template <class DC>
 struct NarrowU8Sse2 {
   template <int NC>
   struct R {
-    static void go(const narrow::RowReader& in, DC col) { narrow::sse2::run_u8<NC>(in, col); }
+    static void go(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
+      narrow::sse2::run_u8<NC>(in, col, b);
+    }
   };
 };
 template <class DC>
 struct NarrowU8Avx2 {
   template <int NC>
   struct R {
-    static void go(const narrow::RowReader& in, DC col) { narrow::avx2::run_u8<NC>(in, col); }
+    static void go(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
+      narrow::avx2::run_u8<NC>(in, col, b);
+    }
   };
 };
 template <class DC>
 struct NarrowU16Avx2 {
   template <int NC>
   struct R {
-    static void go(const narrow::RowReader& in, DC col) { narrow::avx2::run_u16<NC>(in, col); }
+    static void go(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
+      narrow::avx2::run_u16<NC>(in, col, b);
+    }
   };
 };
+
+// The narrow kernels for this element size and CPU, if they take the shape (else false).
+template <class DC>
+bool try_narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, const narrow::Batch& b) {
+  if (eb == 1) {
+    if (cpu().avx2 && narrow<DC, NarrowU8Avx2<DC>::template R>(row, col, rows, cols, 1, 32, b)) return true;
+    return narrow<DC, NarrowU8Sse2<DC>::template R>(row, col, rows, cols, 1, 16, b);
+  }
+  return eb == 2 && cpu().avx2 && narrow<DC, NarrowU16Avx2<DC>::template R>(row, col, rows, cols, 2, 8, b);
+}
 
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
@@ -181,8 +199,7 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
     if ((rows == 2 || rows == 4) && col.stride == rows) return interleave_u8(row, col.base, rows, cols);
   }
   if constexpr (std::is_same_v<SR, Strided>) {
-    if (cpu().avx2 && narrow<DC, NarrowU8Avx2<DC>::template R>(row, col, rows, cols, 1, 32)) return;
-    if (narrow<DC, NarrowU8Sse2<DC>::template R>(row, col, rows, cols, 1, 16)) return;
+    if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
   }
   if (rows < 16) {  // 8x8 blocks for 8..15 rows (8-byte atoms, short channel blocks)
     tile_2d<1>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
@@ -228,7 +245,7 @@ inline void tr8x8_u16(const __m128i a[8], __m128i out[8]) {
 template <class SR, class DC>
 void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<SR, Strided>) {
-    if (cpu().avx2 && narrow<DC, NarrowU16Avx2<DC>::template R>(row, col, rows, cols, 2, 8)) return;
+    if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
   }
   tile_2d<2>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
     __m128i a[8], out[8];
@@ -280,6 +297,17 @@ void dispatch(SR row, DC col, int64_t rows, int64_t cols, int64_t eb) {
 void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                int64_t eb) {
   dispatch(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb);
+}
+
+void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
+                     int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb) {
+#if defined(NPUPACK_SSE2)
+  if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb,
+                 narrow::Batch{count, src_step, dst_step})) {
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < count; ++i) transpose(src + i * src_step, src_stride, dst + i * dst_step, dst_stride, rows, cols, eb);
 }
 
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,

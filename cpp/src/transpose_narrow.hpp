@@ -28,29 +28,44 @@ namespace narrow {
 // whose whole-row read would pass the matrix's last element; the loads read it so that the read
 // ends exactly at its last element and shift the bytes into place. Only the matrix's last row can
 // be such a row: rows are at least row_bytes apart and a read overshoots by less than that.
-template <bool Ends>
+//
+// Fixed, when not 0, is the stride known at compile time (rows back to back: the common case of a
+// contiguous source), so every row address is the block start plus a constant.
+template <bool Ends, int64_t Fixed = 0>
 struct Rows {
   const char* first;
   int64_t stride;
   int last;
-  const char* operator()(int k) const { return first + k * stride; }
+  const char* operator()(int k) const { return first + k * (Fixed ? Fixed : stride); }
   bool is_last(int k) const { return Ends && k == last; }
 };
 
-// The rows of a strided matrix: block<N, Width>(r, f) calls f(Rows) for rows r..r+N-1 (the
-// check for a last row is compiled only into the one block that holds it).
+// The rows of a strided matrix: block<N, Width, Fixed>(r, f) calls f(Rows) for rows r..r+N-1
+// (the check for a last row is compiled only into the one block that holds it; rows exactly
+// Fixed bytes apart get constant offsets).
 struct RowReader {
   const char* base;
   int64_t stride, rows, row_bytes;
 
-  template <int N, int Width, class F>
+  template <int N, int Width, int64_t Fixed, class F>
   void block(int64_t r, F&& f) const {
-    if ((r + N - 1) * stride + Width > (rows - 1) * stride + row_bytes) {
-      f(Rows<true>{base + r * stride, stride, static_cast<int>(rows - 1 - r)});
+    const char* first = base + r * stride;
+    const bool ends = (r + N - 1) * stride + Width > (rows - 1) * stride + row_bytes;
+    const int last = static_cast<int>(rows - 1 - r);
+    if (stride == Fixed) {
+      if (ends) f(Rows<true, Fixed>{first, stride, last});
+      else f(Rows<false, Fixed>{first, stride, -1});
     } else {
-      f(Rows<false>{base + r * stride, stride, -1});
+      if (ends) f(Rows<true>{first, stride, last});
+      else f(Rows<false>{first, stride, -1});
     }
   }
+};
+
+// Equally spaced matrices transposed in one call: matrix i starts at src + i * sstep and
+// dst + i * dstep (bytes).
+struct Batch {
+  int64_t count = 1, sstep = 0, dstep = 0;
 };
 
 // Calls block(r) for blocks of rb rows covering [0, rows) (rows >= rb); a remainder is one last
@@ -68,8 +83,8 @@ inline void over_rows(int64_t rows, int64_t rb, Block block) {
 
 // 16 bytes from row k, whose first `Bytes` (9..16) are the row's; for the last row the read ends
 // at its last byte (SSE2, so every instruction set may use it).
-template <int Bytes, bool Ends>
-__attribute__((always_inline)) inline __m128i load_row(const Rows<Ends>& row, int k) {
+template <int Bytes, bool Ends, int64_t Fixed>
+__attribute__((always_inline)) inline __m128i load_row(const Rows<Ends, Fixed>& row, int k) {
   if (row.is_last(k)) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k) + Bytes - 16));
     return _mm_srli_si128(v, 16 - Bytes);
@@ -90,8 +105,8 @@ struct V {
   NPUPACK_AI reg hi32(reg a, reg b) { return _mm_unpackhi_epi32(a, b); }
   NPUPACK_AI reg lo64(reg a, reg b) { return _mm_unpacklo_epi64(a, b); }
   NPUPACK_AI reg hi64(reg a, reg b) { return _mm_unpackhi_epi64(a, b); }
-  template <int Bytes, bool Ends>
-  NPUPACK_AI reg load(const Rows<Ends>& row, int k) { return load_row<Bytes>(row, k); }
+  template <int Bytes, bool Ends, int64_t Fixed>
+  NPUPACK_AI reg load(const Rows<Ends, Fixed>& row, int k) { return load_row<Bytes>(row, k); }
   NPUPACK_AI void store(char* d, reg v) { _mm_storeu_si128(reinterpret_cast<reg*>(d), v); }
 };
 #include "transpose_network.inc"
@@ -116,8 +131,8 @@ struct V {
   // Lane 0 from a 32-byte read of row k (its upper half is discarded; row k + 16 lies further on,
   // so the read stays inside the matrix), lane 1 from a broadcast read of row k + 16, joined by a
   // blend: loads and a blend keep the shuffle ports free for the network.
-  template <int Bytes, bool Ends>
-  NPUPACK_AI reg load(const Rows<Ends>& row, int k) {
+  template <int Bytes, bool Ends, int64_t Fixed>
+  NPUPACK_AI reg load(const Rows<Ends, Fixed>& row, int k) {
     const reg lo = _mm256_loadu_si256(reinterpret_cast<const reg*>(row(k)));
     if (row.is_last(k + 16)) return _mm256_inserti128_si256(lo, load_row<Bytes>(row, k + 16), 1);
     const reg hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k + 16))));
@@ -129,8 +144,8 @@ struct V {
 
 // 8 rows of 16-bit elements, NC (9..16) columns: lane 0 of a row register holds columns 0..7,
 // lane 1 columns 8..15, and one 8x8 network transposes both halves.
-template <int NC, bool Ends, class DCur>
-__attribute__((always_inline)) inline void block_u16(const Rows<Ends>& row, DCur d) {
+template <int NC, bool Ends, int64_t Fixed, class DCur>
+__attribute__((always_inline)) inline void block_u16(const Rows<Ends, Fixed>& row, DCur d) {
   using R = V::reg;
   R a[8], b[8], c[8];
   for (int k = 0; k < 8; ++k) {
@@ -158,10 +173,12 @@ __attribute__((always_inline)) inline void block_u16(const Rows<Ends>& row, DCur
 }
 
 template <int NC, class DC>
-void run_u16(const RowReader& in, DC col) {
-  over_rows(in.rows, 8, [&](int64_t r) {
-    in.block<8, 32>(r, [&](const auto& row) { block_u16<NC>(row, col.at(0, 2 * r)); });
-  });
+void run_u16(RowReader in, DC col, const Batch& batch) {
+  for (int64_t i = 0; i < batch.count; ++i, in.base += batch.sstep, col.base += batch.dstep) {
+    over_rows(in.rows, 8, [&](int64_t r) {
+      in.block<8, 32, 2 * NC>(r, [&](const auto& row) { block_u16<NC>(row, col.at(0, 2 * r)); });
+    });
+  }
 }
 }  // namespace avx2
 #pragma GCC pop_options

@@ -11,6 +11,11 @@ namespace npupack {
 void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                int64_t eb);
 
+// `count` such transposes, matrix i at src + i * src_step and dst + i * dst_step (byte steps):
+// the kernel is chosen once for all of them.
+void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
+                     int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb);
+
 // The same, with column c of the destination at dst + dst_cols[c] (a table of byte offsets).
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
                        int64_t cols, int64_t eb);
