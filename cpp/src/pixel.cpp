@@ -1,5 +1,7 @@
 #include "npupack/pixel.hpp"
 
+#include <cstring>
+
 #include "npupack/cpu.hpp"
 
 namespace npupack {
@@ -86,9 +88,18 @@ template <class T, bool VFirst>
 void split_plane(const char* yuv, int64_t h, int64_t w, int64_t src_row, char* y, int64_t y_stride, int64_t y_pre,
                  char* uv, int64_t uv_stride, int64_t uv_pre) {
   static const RowFn<T, VFirst> row = pick_split_row<T, VFirst>();
+  const int64_t y_row = w * static_cast<int64_t>(sizeof(T)), uv_row = 2 * y_row;
   for (int64_t r = 0; r < h; ++r) {
-    row(reinterpret_cast<const T*>(yuv + r * src_row), w, reinterpret_cast<T*>(y + r * y_stride + y_pre),
-        reinterpret_cast<T*>(uv + r * uv_stride + uv_pre));
+    char* yl = y + r * y_stride;
+    char* ul = uv + r * uv_stride;
+    // Each line's padding (x-offset bytes before, stride tail after) is zeroed here, next to the
+    // pixels, instead of a fill pass over both planes first.
+    std::memset(yl, 0, static_cast<size_t>(y_pre));
+    std::memset(yl + y_pre + y_row, 0, static_cast<size_t>(y_stride - y_pre - y_row));
+    std::memset(ul, 0, static_cast<size_t>(uv_pre));
+    std::memset(ul + uv_pre + uv_row, 0, static_cast<size_t>(uv_stride - uv_pre - uv_row));
+    row(reinterpret_cast<const T*>(yuv + r * src_row), w, reinterpret_cast<T*>(yl + y_pre),
+        reinterpret_cast<T*>(ul + uv_pre));
   }
 }
 

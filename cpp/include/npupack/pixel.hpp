@@ -14,6 +14,7 @@ void unpack_10bit(const uint32_t* words, int64_t pixels, const int* shifts, uint
 // Semi-planar N444 formats: split an (h, w) image of (Y, U, V) triples of `eb`-byte components
 // (rows `src_row` bytes apart) straight into the Y plane and the UV plane (pairs in memory order:
 // V, U when `v_first`, else U, V), each line at its line stride after `pre` bytes of x offset.
+// Every byte of the h lines of both planes is written: the x-offset bytes and line tails are 0.
 void split_yuv444(const char* yuv, int64_t h, int64_t w, int64_t src_row, int64_t eb, bool v_first, char* y,
                   int64_t y_stride, int64_t y_pre, char* uv, int64_t uv_stride, int64_t uv_pre);
 

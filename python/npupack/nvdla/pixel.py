@@ -10,7 +10,7 @@ layout (lines at an explicit byte stride, the x offset as lower padding of W).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Optional
 
 import numpy as np
@@ -54,14 +54,14 @@ class PixelFormat:
     shifts: Optional[tuple] = None
     has_x: bool = False
 
-    @property
+    @cached_property
     def bpp(self) -> tuple:
         """Bytes per pixel of each plane."""
         if self.kind == "10bit":
             return (4,)
         return tuple(len(p) * self.comp_bytes for p in self.planes)
 
-    @property
+    @cached_property
     def x_offset_max(self) -> int:
         """Largest x offset: all x with x * bpp[0] < 32 (the seed's range)."""
         return 32 // self.bpp[0] - 1
@@ -282,8 +282,6 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
     if len(fmt.planes) == 2:
         # Semi-planar: one C++ pass splits the triples straight into both planes.
         bufs = [b if b is not None else np.empty(h * ls, np.uint8) for b, ls in zip(bufs, strides)]
-        for b in bufs:
-            b.fill(0)
         _core.split_yuv444(np.ascontiguousarray(comps), bufs[0], strides[0], _pre(fmt, 0, x_offset), bufs[1],
                            strides[1], _pre(fmt, 1, x_offset), fmt.planes[1][0] == B)
         return PixelPlanes(tuple(bufs), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
