@@ -56,7 +56,13 @@ def test_random_sizes_and_line_strides(name, h, w, extra, data):
     img = sample(fmt, np.random.default_rng(h * w), h, w)
     pp = pack_pixels(img, name, x_offset=xo, line_stride=strides)
     bits = img.view(np.uint16) if fmt.kind == "fp16" else img
-    for got, exp in zip(pp.planes, ref.pack(bits, name, x_offset=xo, line_strides=strides)):
+    expected = ref.pack(bits, name, x_offset=xo, line_strides=strides)
+    for got, exp in zip(pp.planes, expected):
+        assert np.array_equal(got, exp)
+    # Into dirty buffers: every padding byte (x offset, line tails) must be written as zero.
+    dirty = tuple(np.full(e.size, 0xAB, np.uint8) for e in expected)
+    again = pack_pixels(img, name, x_offset=xo, line_stride=strides, out=dirty)
+    for got, exp in zip(again.planes, expected):
         assert np.array_equal(got, exp)
 
 
