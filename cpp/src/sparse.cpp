@@ -138,8 +138,12 @@ __attribute__((target("ssse3,popcnt"))) int64_t compress_ssse3(const uint8_t* s,
 // step (nothing to drop) is one 32-byte store. Chosen only where pext is a single fast
 // instruction (not on AMD Zen 1/2, where it is microcoded).
 template <int es>
-__attribute__((target("avx2,bmi,bmi2,popcnt"))) int64_t compress_avx2(const uint8_t* s, int64_t n, uint8_t* wmb,
-                                                                     uint8_t* data, int64_t cap, int64_t& i_done) {
+// The three buffers never overlap (__restrict): without it every store to DATA or WMB would
+// order the following loads of the stream behind it.
+__attribute__((target("avx2,bmi,bmi2,popcnt"))) int64_t compress_avx2(const uint8_t* __restrict s, int64_t n,
+                                                                     uint8_t* __restrict wmb,
+                                                                     uint8_t* __restrict data, int64_t cap,
+                                                                     int64_t& i_done) {
   const Tables& T = tables();
   const __m256i zero = _mm256_setzero_si256();
   constexpr int64_t step = 32 / es;  // elements per step; a multiple of 8, so WMB bytes stay whole
@@ -164,17 +168,18 @@ __attribute__((target("avx2,bmi,bmi2,popcnt"))) int64_t compress_avx2(const uint
     // registers only: moving vector lanes to them was the bottleneck), pext, and an offset from
     // prefix sums that do not depend on pos, so one step chains to the next by a single add.
     const uint32_t keep = ~zbits;  // two bits per element for es = 2
-    int64_t at = 0;
+    uint64_t packed[4];
+    int64_t at[5] = {0};
     for (int q = 0; q < 4; ++q) {
       const uint32_t bits = (keep >> (8 * q)) & 0xFFu;
       const uint64_t mask = es == 1 ? T.byte_mask[bits] : T.half_mask[_pext_u32(bits, 0x55u)];
       uint64_t x;
       std::memcpy(&x, s + i * es + 8 * q, 8);
-      const uint64_t packed = _pext_u64(x, mask);
-      std::memcpy(data + pos + at, &packed, 8);
-      at += __builtin_popcount(bits);  // kept bytes: one bit per byte of the quarter
+      packed[q] = _pext_u64(x, mask);
+      at[q + 1] = at[q] + __builtin_popcount(bits);  // kept bytes: one bit per byte of the quarter
     }
-    pos += at;
+    for (int q = 0; q < 4; ++q) std::memcpy(data + pos + at[q], &packed[q], 8);
+    pos += at[4];
   }
   i_done = i;
   return pos;
