@@ -148,6 +148,13 @@ def _fp16_has_inf(x: np.ndarray) -> bool:
     return bool(_fp16_inf_mask(x.view(np.uint16)).any())
 
 
+def _fp16_all_finite(x: np.ndarray) -> bool:
+    """True when ``x`` is a C-contiguous float16 array with no INF or NaN (one SSE2 pass); False
+    also means "not known", and the caller applies its separate NaN / INF rules."""
+    return x.dtype == np.float16 and x.flags.c_contiguous and \
+        _core.fp16_first_nonfinite(x.reshape(-1).view(np.uint16)) < 0
+
+
 def _first_nan(x: np.ndarray):
     """Index tuple of the first NaN of a float array, or None."""
     if x.dtype == np.float16 and x.flags.c_contiguous:
@@ -196,8 +203,7 @@ def convert_elements(x: np.ndarray, precision: str, *, what: str, rounding: str 
     target = _TARGET_DTYPE[precision]
     kind = x.dtype.kind
     if precision == "fp16":
-        if x.dtype == np.float16 and x.flags.c_contiguous and \
-                _core.fp16_first_nonfinite(x.reshape(-1).view(np.uint16)) < 0:
+        if _fp16_all_finite(x):
             return x  # every value finite: nothing to reject or saturate (one scan, not two)
         if kind == "f" and not allow_nan:
             nan = _first_nan(x)

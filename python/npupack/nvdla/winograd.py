@@ -16,8 +16,8 @@ from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim
 from npupack.nvdla.config import Config, element_size
-from npupack.nvdla.convert import (_ROUNDINGS, _TARGET_DTYPE, _first_nan, _fp16_has_inf, convert_elements,
-                                   infer_precision)
+from npupack.nvdla.convert import (_ROUNDINGS, _TARGET_DTYPE, _first_nan, _fp16_all_finite, _fp16_has_inf,
+                                   convert_elements, infer_precision)
 from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_config, check_stride, kcrs, roundup,
                                     write_surfaces)
 
@@ -85,7 +85,7 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
         if scale != 1.0:
             raise ValueError(f"scale: {scale!r}; fp16 Winograd weights need no scale (nvdla.md 9.5)")
         src = arr
-        if arr.dtype.kind == "f" and not allow_nan:
+        if arr.dtype.kind == "f" and not allow_nan and not _fp16_all_finite(arr):
             bad = _first_nan(arr)
             has_inf = _fp16_has_inf(arr) if arr.dtype == np.float16 else not np.isfinite(arr).all()
             if bad is None and has_inf:
