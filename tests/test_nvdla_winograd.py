@@ -334,3 +334,19 @@ def test_fp16_rounding_of_hard_values(rounding, saturate):
     want = to_fp16(values, rounding=rounding, saturate=saturate).view(np.uint16).copy()
     want[values == 0] = 0  # a computed zero is +0 (nvdla.md 9.4, npupack's rule)
     assert np.array_equal(got, want)
+
+
+def test_float16_weights_every_half_and_layout():
+    """float16 weights are read with F16C when their taps are back to back (8 converted at once,
+    the ninth on its own) and element by element otherwise: every finite half bit pattern
+    (subnormals, -0.0, the largest values) through both paths, against the reference."""
+    bits = np.arange(0x10000, dtype=np.uint32).astype(np.uint16)
+    finite = bits[(bits & 0x7C00) != 0x7C00].view(np.float16)
+    w = np.zeros(-(-finite.size // 72) * 72, np.float16)
+    w[:finite.size] = finite
+    w = w.reshape(-1, 8, 3, 3)  # C = 8: every 4-channel block takes the back-to-back path
+    want = expected(w, "fp16")[0]
+    assert np.array_equal(pack_weights(w, kind="winograd").weight, want)
+    strided = np.zeros(w.shape[:3] + (6,), np.float16)[..., ::2]  # the same values, taps 4 bytes apart
+    strided[...] = w
+    assert np.array_equal(pack_weights(strided, kind="winograd").weight, want)

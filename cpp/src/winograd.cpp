@@ -196,6 +196,17 @@ __attribute__((target("avx,f16c"))) void fp16_cube_f16c(const double* t, uint16_
 }
 
 bool has_f16c() { return cpu().avx && cpu().f16c; }
+
+// The 9 taps of one channel stored back to back as binary16: 8 converted by F16C (half -> float
+// -> double is exact) and the ninth by bit assembly.
+__attribute__((target("avx,f16c"))) void load9_f16c(const char* p, double out[9]) {
+  const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+  uint16_t last;
+  std::memcpy(&last, p + 16, 2);
+  out[8] = half_to_double(last);
+}
 #endif
 
 // Where the four lanes of a 4-channel block read from: source channel and stride phase.
@@ -224,6 +235,16 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
   for (int l = 0; l < 4; ++l) {
     const char* base = src + k * sp.stride[0] + L.c[l] * sp.stride[1];
     if (L.plain) {
+#ifdef NPUPACK_WG_F16C
+      if constexpr (S == WgSource::F16) {
+        if (sp.stride[3] == 2 && sp.stride[2] == 6 && has_f16c()) {
+          double taps[9];
+          load9_f16c(base, taps);
+          for (int j = 0; j < 9; ++j) g[j][l] = taps[j];
+          continue;
+        }
+      }
+#endif
       for (int r = 0; r < 3; ++r) {
         for (int s = 0; s < 3; ++s) g[3 * r + s][l] = load<S>(base + r * sp.stride[2] + s * sp.stride[3]);
       }
