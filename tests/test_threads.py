@@ -107,3 +107,30 @@ def test_pool_survives_fork_and_thread_count_changes(rng):
         child = pool.apply_async(_pack_in_child, (w,)).get(timeout=60)
     assert np.array_equal(child, expected)
 
+
+
+def test_pool_under_changing_counts_from_several_python_threads(rng):
+    """Jobs that need different numbers of workers, submitted back to back from four Python
+    threads (the pool serves one, the others run serially): every result is byte-identical and
+    nothing hangs (workers that skip a job must not mistake the next one for it)."""
+    w = rng.integers(-128, 128, (256, 512, 3, 3), dtype=np.int8)
+    with npupack.num_threads(1):
+        expected = pack_weights(w).weight
+    errors = []
+
+    def run(seed):
+        try:
+            for i in range(12):
+                npupack.set_num_threads(2 + (seed + i) % 3)
+                assert np.array_equal(pack_weights(w).weight, expected)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    before = npupack.get_num_threads()
+    threads = [threading.Thread(target=run, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    npupack.set_num_threads(before)
+    assert not any(t.is_alive() for t in threads) and not errors

@@ -46,13 +46,13 @@ class Pool {
     errors_.assign(static_cast<size_t>(parts), nullptr);
     {
       std::lock_guard<std::mutex> lock(m_);
-      part_.store(&part, std::memory_order_relaxed);
-      parts_.store(parts, std::memory_order_relaxed);
+      part_ = &part;
+      parts_ = parts;
       pending_.store(parts - 1, std::memory_order_relaxed);
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    run_part(0);
+    run_part(part, 0);
     if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
       std::unique_lock<std::mutex> lock(m_);
       done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
@@ -73,10 +73,10 @@ class Pool {
     }
   }
 
-  void run_part(int64_t p) {
+  void run_part(const std::function<void(int64_t)>& part, int64_t p) {
     t_in_parallel = true;
     try {
-      (*part_.load(std::memory_order_relaxed))(p);
+      part(p);
     } catch (...) {
       errors_[static_cast<size_t>(p)] = std::current_exception();
     }
@@ -90,9 +90,19 @@ class Pool {
         std::unique_lock<std::mutex> lock(m_);
         wake_.wait(lock, fresh);
       }
-      seen = generation_.load(std::memory_order_acquire);
-      if (index >= parts_.load(std::memory_order_relaxed)) continue;  // this job needs fewer workers
-      run_part(index);
+      // The job and its generation are read together under the lock: read separately, a worker
+      // that skips one job could pair its generation with the next job's part count and run a
+      // part of that next job twice.
+      const std::function<void(int64_t)>* part;
+      int64_t parts;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        seen = generation_.load(std::memory_order_relaxed);
+        part = part_;
+        parts = parts_;
+      }
+      if (index >= parts) continue;  // this job needs fewer workers
+      run_part(*part, index);
       if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(m_);
         done_.notify_one();
@@ -106,10 +116,9 @@ class Pool {
   std::condition_variable wake_, done_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int64_t> pending_{0};
-  // The job, published by the release increment of generation_ (atomics: a worker that skips a
-  // job may still be reading parts_ while the next job is set up).
-  std::atomic<const std::function<void(int64_t)>*> part_{nullptr};
-  std::atomic<int64_t> parts_{0};
+  // The job (guarded by m_, set together with the generation).
+  const std::function<void(int64_t)>* part_ = nullptr;
+  int64_t parts_ = 0;
   std::vector<std::exception_ptr> errors_;
 };
 
