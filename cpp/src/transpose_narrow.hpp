@@ -9,8 +9,9 @@
 // is 32 consecutive rows of one column, which is one store.
 //
 // A whole-row load may reach past the row's last column. It stays inside the matrix (the bytes
-// belong to the next row) except near the end; those last rows are first copied to a small
-// buffer, so nothing outside [first row, last element] is ever read.
+// belong to the next row) except for the matrix's last row, which is read so that the read ends
+// at its last element and then shifted into place: nothing outside [first row, last element] is
+// ever read.
 //
 // The network (transpose_network.inc) is compiled once per instruction set, each copy in its own
 // namespace and the AVX2 one inside a target pragma, so the baseline copy has no AVX instruction.
