@@ -247,6 +247,7 @@ void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
   }
+  if (rows >= 16 && cols >= 8 && cpu().avx2) return narrow::avx2::tall_u16(row, col, rows, cols);
   tile_2d<2>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
     __m128i a[8], out[8];
     const auto s = row.at(r, 2 * c);

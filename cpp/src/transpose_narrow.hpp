@@ -181,6 +181,42 @@ void run_u16(RowReader in, DC col, const Batch& batch) {
     });
   }
 }
+
+// 16-bit elements, 16 rows x 8 columns per step (rows >= 16, cols >= 8; remainders are
+// overlapping last steps): rows r..r+7 in lane 0 and r+8..r+15 in lane 1, one 8x8 network for
+// both, and each column's 16 rows (32 bytes, consecutive in the destination) in one store. Half
+// the shuffles per byte of the SSE2 8x8 blocks. Cursors as in transpose.cpp.
+template <class SR, class DC>
+void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
+  using R = V::reg;
+  over_rows(rows, 16, [&](int64_t r) {
+    over_rows(cols, 8, [&](int64_t c) {
+      const auto s = row.at(r, 2 * c);
+      R a[8], b[8], t[8];
+      for (int k = 0; k < 8; ++k) {
+        const R lo = _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])));
+        const R hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
+        a[k] = _mm256_blend_epi32(lo, hi, 0xF0);
+      }
+      for (int k = 0; k < 4; ++k) {
+        b[2 * k] = V::lo16(a[2 * k], a[2 * k + 1]);      // columns 0-3 of rows 2k, 2k+1
+        b[2 * k + 1] = V::hi16(a[2 * k], a[2 * k + 1]);  // columns 4-7
+      }
+      for (int h = 0; h < 2; ++h) {  // t[4h + 2g + q]: columns 4h+2q, +1 of rows 4g..4g+3
+        t[4 * h] = V::lo32(b[h], b[h + 2]);
+        t[4 * h + 1] = V::hi32(b[h], b[h + 2]);
+        t[4 * h + 2] = V::lo32(b[h + 4], b[h + 6]);
+        t[4 * h + 3] = V::hi32(b[h + 4], b[h + 6]);
+      }
+      const auto d = col.at(c, 2 * r);
+      for (int j = 0; j < 8; ++j) {
+        const int h = j / 4, q = (j / 2) % 2;
+        const R top = t[4 * h + q], bottom = t[4 * h + 2 + q];
+        V::store(d[j], j % 2 ? V::hi64(top, bottom) : V::lo64(top, bottom));
+      }
+    });
+  });
+}
 }  // namespace avx2
 #pragma GCC pop_options
 
