@@ -260,17 +260,22 @@ def test_narrow_transposes_every_width_and_row_count(eb, cols):
             assert np.array_equal(layout.unpack(packed), x)
 
 
-def test_tall_halfword_transposes():
-    """16-bit transposes of 16 rows or more and 8 columns or more take the AVX2 16x8 step (two
-    8x8 networks in one register): row and column counts around it, contiguous and padded row
-    strides, against the reference path and NumPy."""
+@pytest.mark.parametrize("eb, row_counts", [(1, (32, 33, 40, 47, 63, 64, 65, 100)),
+                                             (2, (16, 17, 23, 24, 31, 32, 33, 40))])
+def test_tall_transposes(eb, row_counts):
+    """Transposes with many rows and 8 columns or more take the AVX2 tall steps (32 rows of bytes
+    or 16 rows of halves, two networks in one register, one store per column): row and column
+    counts around the step, contiguous and padded row strides, against the reference path and
+    NumPy."""
+    dtype = np.dtype(f"u{eb}")
     rng = np.random.default_rng(3)
-    for rows in (16, 17, 23, 24, 31, 32, 33, 40):
+    for rows in row_counts:
         for cols in (8, 9, 15, 16, 17, 33):
-            layout = BlockedLayout([Dim("a", rows), Dim("b", cols)], [("b", 0), ("a", 0)], np.dtype(np.uint16))
+            layout = BlockedLayout([Dim("a", rows), Dim("b", cols)], [("b", 0), ("a", 0)], dtype)
             for extra in (0, 5):
-                x = rng.integers(0, 2**16 - 1, size=(rows, cols + extra), dtype=np.uint16, endpoint=True)[:, :cols]
+                full = rng.integers(0, 2**(8 * eb) - 1, size=(rows, cols + extra), dtype=dtype, endpoint=True)
+                x = full[:, :cols]
                 packed = layout.pack(x)
-                assert np.array_equal(packed.view(np.uint16), x.T.reshape(-1)), (rows, cols, extra)
+                assert np.array_equal(packed.view(dtype), x.T.reshape(-1)), (rows, cols, extra)
                 assert np.array_equal(packed, layout.pack(x, reference=True))
                 assert np.array_equal(layout.unpack(packed), x)

@@ -201,6 +201,7 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
   }
+  if (rows >= 32 && cols >= 8 && cpu().avx2) return narrow::avx2::tall_u8(row, col, rows, cols);
   if (rows < 16) {  // 8x8 blocks for 8..15 rows (8-byte atoms, short channel blocks)
     tile_2d<1>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
       __m128i t[4];

@@ -217,6 +217,42 @@ void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
     });
   });
 }
+
+// 8-bit elements, 32 rows x 8 columns per step (rows >= 32, cols >= 8; remainders are
+// overlapping last steps): rows r..r+15 in lane 0 and r+16..r+31 in lane 1 (8 bytes each, in
+// the low half), two 8x8 byte networks per lane, and each column's 32 rows in one store.
+template <class SR, class DC>
+void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
+  using R = V::reg;
+  over_rows(rows, 32, [&](int64_t r) {
+    over_rows(cols, 8, [&](int64_t c) {
+      const auto s = row.at(r, c);
+      R a[16];
+      for (int k = 0; k < 16; ++k) {
+        const R lo = _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s[k])));
+        const R hi = _mm256_broadcastq_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s[k + 16])));
+        a[k] = _mm256_blend_epi32(lo, hi, 0x30);  // lane 1, low 8 bytes
+      }
+      // Rows 0-7 and 8-15 of each lane: byte, then 16-bit, then 32-bit interleaves give
+      // t[g][k] = columns 2k, 2k+1 of the 8 rows of group g.
+      R t[2][4];
+      for (int g = 0; g < 2; ++g) {
+        const R* x = a + 8 * g;
+        const R b0 = V::lo8(x[0], x[1]), b1 = V::lo8(x[2], x[3]), b2 = V::lo8(x[4], x[5]), b3 = V::lo8(x[6], x[7]);
+        const R c0 = V::lo16(b0, b1), c1 = V::hi16(b0, b1), c2 = V::lo16(b2, b3), c3 = V::hi16(b2, b3);
+        t[g][0] = V::lo32(c0, c2);
+        t[g][1] = V::hi32(c0, c2);
+        t[g][2] = V::lo32(c1, c3);
+        t[g][3] = V::hi32(c1, c3);
+      }
+      const auto d = col.at(c, r);
+      for (int k = 0; k < 4; ++k) {
+        V::store(d[2 * k], V::lo64(t[0][k], t[1][k]));
+        V::store(d[2 * k + 1], V::hi64(t[0][k], t[1][k]));
+      }
+    });
+  });
+}
 }  // namespace avx2
 #pragma GCC pop_options
 
