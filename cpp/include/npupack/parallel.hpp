@@ -3,6 +3,8 @@
 // next (per-call threads made two threads slower than one on copies that live in cache). Kernels
 // split only jobs big enough that handing out work (a few microseconds) is small against it.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -28,8 +30,11 @@ constexpr int64_t kParallelBytes = int64_t{1} << 20;
 // part are rethrown on the caller after every part has finished.
 bool run_on_pool(int64_t parts, const std::function<void(int64_t)>& part);
 
-// Calls f(begin, end) on disjoint ranges covering [0, n), at most num_threads() of them at
-// once, each at least `grain` long (so small n runs on the caller alone).
+// Calls f(begin, end) on disjoint ranges covering [0, n), on at most num_threads() threads at
+// once, each range at least `grain` long (so small n runs on the caller alone). The range is cut
+// into up to 4 chunks per thread: thread p first takes chunk p (the same slice as in the previous
+// call, still in its core's cache), then whichever chunks are left. A thread slowed by a busy
+// core (a shared VM) then does less, instead of everyone waiting for its fixed half.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
@@ -37,9 +42,15 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   int64_t parts = n / grain;
   const int64_t threads = num_threads();
   if (parts > threads) parts = threads;
-  if (parts > 1 && !in_parallel_region() &&
-      run_on_pool(parts, [&](int64_t p) { f(n * p / parts, n * (p + 1) / parts); })) {
-    return;
+  if (parts > 1 && !in_parallel_region()) {
+    const int64_t chunks = std::min(4 * parts, n / grain);
+    std::atomic<int64_t> next{parts};
+    auto part = [&](int64_t p) {
+      for (int64_t c = p; c < chunks; c = next.fetch_add(1, std::memory_order_relaxed)) {
+        f(n * c / chunks, n * (c + 1) / chunks);
+      }
+    };
+    if (run_on_pool(parts, part)) return;
   }
   f(int64_t{0}, n);
 }
