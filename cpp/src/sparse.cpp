@@ -185,14 +185,7 @@ __attribute__((target("avx2,bmi,bmi2,popcnt"))) int64_t compress_avx2(const uint
   return pos;
 }
 
-bool has_fast_pext() {
-  static const bool fast = [] {
-    __builtin_cpu_init();
-    return cpu().avx2 && __builtin_cpu_supports("bmi2") && cpu().popcnt && !__builtin_cpu_is("znver1") &&
-           !__builtin_cpu_is("znver2");
-  }();
-  return fast;
-}
+bool has_fast_pext() { return cpu().avx2 && cpu().popcnt && cpu().fast_pext; }
 
 __attribute__((target("ssse3,popcnt"))) void decompress_ssse3(const uint8_t* data, int64_t data_size, const uint8_t* wmb,
                                                         int64_t n, int es, uint8_t* out, int64_t& i_done,
@@ -260,7 +253,7 @@ void sparse_count(const uint8_t* stream, int64_t n, int es, int64_t group_elems,
 int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, uint8_t* data, int64_t data_cap,
                         SparsePath path) {
 #ifdef NPUPACK_X86
-  const bool avx2 = path == SparsePath::kAvx2 ? cpu().avx2 && __builtin_cpu_supports("bmi2") && cpu().popcnt
+  const bool avx2 = path == SparsePath::kAvx2 ? cpu().avx2 && cpu().bmi2 && cpu().popcnt
                                               : path == SparsePath::kAuto && has_fast_pext();
   if (avx2) {
     int64_t i = 0;

@@ -98,16 +98,9 @@ inline void store16(char* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m1
 // Eight rows (cursor s), 8 bytes each -> d[k] = (column 2k, column 2k+1), 8 bytes each.
 template <class Cur>
 inline void tr8x8_u8(Cur s, __m128i d[4]) {
-  const __m128i b0 = _mm_unpacklo_epi8(load8(s[0]), load8(s[1]));
-  const __m128i b1 = _mm_unpacklo_epi8(load8(s[2]), load8(s[3]));
-  const __m128i b2 = _mm_unpacklo_epi8(load8(s[4]), load8(s[5]));
-  const __m128i b3 = _mm_unpacklo_epi8(load8(s[6]), load8(s[7]));
-  const __m128i c0 = _mm_unpacklo_epi16(b0, b1), c1 = _mm_unpackhi_epi16(b0, b1);
-  const __m128i c2 = _mm_unpacklo_epi16(b2, b3), c3 = _mm_unpackhi_epi16(b2, b3);
-  d[0] = _mm_unpacklo_epi32(c0, c2);
-  d[1] = _mm_unpackhi_epi32(c0, c2);
-  d[2] = _mm_unpacklo_epi32(c1, c3);
-  d[3] = _mm_unpackhi_epi32(c1, c3);
+  __m128i x[8];
+  for (int k = 0; k < 8; ++k) x[k] = load8(s[k]);
+  narrow::sse2::network_8x8_u8(x, d);
 }
 
 // 2 or 4 rows into contiguous 2- or 4-byte columns (Kneron 4W4C8B atoms, 3-channel images padded
@@ -137,60 +130,41 @@ void interleave_u8(SR row, char* dst, int64_t rows, int64_t cols) {
 // Rows of 9..16 columns read whole (transpose_narrow.hpp). NC is a template argument so the
 // network's unused outputs are pruned; the variants are instantiated per column count. `batch`
 // repeats the transpose over equally spaced matrices inside the kernel (one dispatch for all).
-template <class DC, template <int> class Run>
+enum class NarrowKernel { U8Sse2, U8Avx2, U16Avx2 };
+
+template <NarrowKernel K, int NC, class DC>
+void run_narrow(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
+  if constexpr (K == NarrowKernel::U8Sse2) narrow::sse2::run_u8<NC>(in, col, b);
+  else if constexpr (K == NarrowKernel::U8Avx2) narrow::avx2::run_u8<NC>(in, col, b);
+  else narrow::avx2::run_u16<NC>(in, col, b);
+}
+
+template <NarrowKernel K, class DC>
 bool narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, int64_t min_rows,
             const narrow::Batch& batch) {
   if (cols < 9 || cols > 16 || rows < min_rows || row.stride < cols * eb) return false;
   const narrow::RowReader in{row.base, row.stride, rows, cols * eb};
   switch (cols) {
-    case 9: Run<9>::go(in, col, batch); break;
-    case 10: Run<10>::go(in, col, batch); break;
-    case 11: Run<11>::go(in, col, batch); break;
-    case 12: Run<12>::go(in, col, batch); break;
-    case 13: Run<13>::go(in, col, batch); break;
-    case 14: Run<14>::go(in, col, batch); break;
-    case 15: Run<15>::go(in, col, batch); break;
-    default: Run<16>::go(in, col, batch); break;
+    case 9: run_narrow<K, 9>(in, col, batch); break;
+    case 10: run_narrow<K, 10>(in, col, batch); break;
+    case 11: run_narrow<K, 11>(in, col, batch); break;
+    case 12: run_narrow<K, 12>(in, col, batch); break;
+    case 13: run_narrow<K, 13>(in, col, batch); break;
+    case 14: run_narrow<K, 14>(in, col, batch); break;
+    case 15: run_narrow<K, 15>(in, col, batch); break;
+    default: run_narrow<K, 16>(in, col, batch); break;
   }
   return true;
 }
-
-template <class DC>
-struct NarrowU8Sse2 {
-  template <int NC>
-  struct R {
-    static void go(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
-      narrow::sse2::run_u8<NC>(in, col, b);
-    }
-  };
-};
-template <class DC>
-struct NarrowU8Avx2 {
-  template <int NC>
-  struct R {
-    static void go(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
-      narrow::avx2::run_u8<NC>(in, col, b);
-    }
-  };
-};
-template <class DC>
-struct NarrowU16Avx2 {
-  template <int NC>
-  struct R {
-    static void go(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
-      narrow::avx2::run_u16<NC>(in, col, b);
-    }
-  };
-};
 
 // The narrow kernels for this element size and CPU, if they take the shape (else false).
 template <class DC>
 bool try_narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, const narrow::Batch& b) {
   if (eb == 1) {
-    if (cpu().avx2 && narrow<DC, NarrowU8Avx2<DC>::template R>(row, col, rows, cols, 1, 32, b)) return true;
-    return narrow<DC, NarrowU8Sse2<DC>::template R>(row, col, rows, cols, 1, 16, b);
+    if (cpu().avx2 && narrow<NarrowKernel::U8Avx2>(row, col, rows, cols, 1, 32, b)) return true;
+    return narrow<NarrowKernel::U8Sse2>(row, col, rows, cols, 1, 16, b);
   }
-  return eb == 2 && cpu().avx2 && narrow<DC, NarrowU16Avx2<DC>::template R>(row, col, rows, cols, 2, 8, b);
+  return eb == 2 && cpu().avx2 && narrow<NarrowKernel::U16Avx2>(row, col, rows, cols, 2, 8, b);
 }
 
 template <class SR, class DC>
@@ -226,23 +200,6 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   });
 }
 
-// 8 rows x 8 halfwords -> out[k] = column k.
-inline void tr8x8_u16(const __m128i a[8], __m128i out[8]) {
-  __m128i b[8];
-  for (int k = 0; k < 4; ++k) {
-    b[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);      // columns 0-3 of rows 2k, 2k+1
-    b[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);  // columns 4-7
-  }
-  for (int h = 0; h < 2; ++h) {  // h = 0: columns 0-3, h = 1: columns 4-7
-    const __m128i c0 = _mm_unpacklo_epi32(b[h], b[h + 2]), c1 = _mm_unpackhi_epi32(b[h], b[h + 2]);
-    const __m128i c2 = _mm_unpacklo_epi32(b[h + 4], b[h + 6]), c3 = _mm_unpackhi_epi32(b[h + 4], b[h + 6]);
-    out[4 * h] = _mm_unpacklo_epi64(c0, c2);
-    out[4 * h + 1] = _mm_unpackhi_epi64(c0, c2);
-    out[4 * h + 2] = _mm_unpacklo_epi64(c1, c3);
-    out[4 * h + 3] = _mm_unpackhi_epi64(c1, c3);
-  }
-}
-
 template <class SR, class DC>
 void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<SR, Strided>) {
@@ -253,7 +210,7 @@ void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
     __m128i a[8], out[8];
     const auto s = row.at(r, 2 * c);
     for (int k = 0; k < 8; ++k) a[k] = load16(s[k]);
-    tr8x8_u16(a, out);
+    narrow::sse2::network_8x8_u16(a, out);
     const auto d = col.at(c, 2 * r);
     for (int k = 0; k < 8; ++k) store16(d[k], out[k]);
   });

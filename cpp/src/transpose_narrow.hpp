@@ -148,28 +148,16 @@ struct V {
 template <int NC, bool Ends, int64_t Fixed, class DCur>
 __attribute__((always_inline)) inline void block_u16(const Rows<Ends, Fixed>& row, DCur d) {
   using R = V::reg;
-  R a[8], b[8], c[8];
+  R a[8], out[8];
   for (int k = 0; k < 8; ++k) {
     a[k] = row.is_last(k) ? _mm256_inserti128_si256(_mm256_castsi128_si256(load_row<16>(row, k)),
                                                     load_row<2 * NC - 16>(Rows<true>{row(k) + 16, 0, 0}, 0), 1)
                          : _mm256_loadu_si256(reinterpret_cast<const R*>(row(k)));
   }
-  for (int k = 0; k < 4; ++k) {
-    b[2 * k] = V::lo16(a[2 * k], a[2 * k + 1]);      // columns 0-3 of rows 2k, 2k+1
-    b[2 * k + 1] = V::hi16(a[2 * k], a[2 * k + 1]);  // columns 4-7
-  }
-  for (int h = 0; h < 2; ++h) {  // c[4h + 2g + q]: columns 4h+2q, +1 of rows 4g..4g+3
-    c[4 * h] = V::lo32(b[h], b[h + 2]);
-    c[4 * h + 1] = V::hi32(b[h], b[h + 2]);
-    c[4 * h + 2] = V::lo32(b[h + 4], b[h + 6]);
-    c[4 * h + 3] = V::hi32(b[h + 4], b[h + 6]);
-  }
-  for (int col = 0; col < NC; ++col) {
-    const int k = col % 8, h = k / 4, q = (k / 2) % 2;
-    const R top = c[4 * h + q], bottom = c[4 * h + 2 + q];
-    const R v = k % 2 ? V::hi64(top, bottom) : V::lo64(top, bottom);
-    const __m128i half = col < 8 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d[col]), half);
+  network_8x8_u16(a, out);
+  for (int j = 0; j < 8; ++j) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d[j]), _mm256_castsi256_si128(out[j]));
+    if (8 + j < NC) _mm_storeu_si128(reinterpret_cast<__m128i*>(d[8 + j]), _mm256_extracti128_si256(out[j], 1));
   }
 }
 
@@ -192,28 +180,15 @@ void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
   over_rows(rows, 16, [&](int64_t r) {
     over_rows(cols, 8, [&](int64_t c) {
       const auto s = row.at(r, 2 * c);
-      R a[8], b[8], t[8];
+      R a[8], out[8];
       for (int k = 0; k < 8; ++k) {
         const R lo = _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])));
         const R hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
         a[k] = _mm256_blend_epi32(lo, hi, 0xF0);
       }
-      for (int k = 0; k < 4; ++k) {
-        b[2 * k] = V::lo16(a[2 * k], a[2 * k + 1]);      // columns 0-3 of rows 2k, 2k+1
-        b[2 * k + 1] = V::hi16(a[2 * k], a[2 * k + 1]);  // columns 4-7
-      }
-      for (int h = 0; h < 2; ++h) {  // t[4h + 2g + q]: columns 4h+2q, +1 of rows 4g..4g+3
-        t[4 * h] = V::lo32(b[h], b[h + 2]);
-        t[4 * h + 1] = V::hi32(b[h], b[h + 2]);
-        t[4 * h + 2] = V::lo32(b[h + 4], b[h + 6]);
-        t[4 * h + 3] = V::hi32(b[h + 4], b[h + 6]);
-      }
+      network_8x8_u16(a, out);
       const auto d = col.at(c, 2 * r);
-      for (int j = 0; j < 8; ++j) {
-        const int h = j / 4, q = (j / 2) % 2;
-        const R top = t[4 * h + q], bottom = t[4 * h + 2 + q];
-        V::store(d[j], j % 2 ? V::hi64(top, bottom) : V::lo64(top, bottom));
-      }
+      for (int j = 0; j < 8; ++j) V::store(d[j], out[j]);
     });
   });
 }
@@ -233,18 +208,10 @@ void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
         const R hi = _mm256_broadcastq_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s[k + 16])));
         a[k] = _mm256_blend_epi32(lo, hi, 0x30);  // lane 1, low 8 bytes
       }
-      // Rows 0-7 and 8-15 of each lane: byte, then 16-bit, then 32-bit interleaves give
-      // t[g][k] = columns 2k, 2k+1 of the 8 rows of group g.
+      // t[g][k] = columns 2k, 2k+1 of rows 8g..8g+7 of each lane.
       R t[2][4];
-      for (int g = 0; g < 2; ++g) {
-        const R* x = a + 8 * g;
-        const R b0 = V::lo8(x[0], x[1]), b1 = V::lo8(x[2], x[3]), b2 = V::lo8(x[4], x[5]), b3 = V::lo8(x[6], x[7]);
-        const R c0 = V::lo16(b0, b1), c1 = V::hi16(b0, b1), c2 = V::lo16(b2, b3), c3 = V::hi16(b2, b3);
-        t[g][0] = V::lo32(c0, c2);
-        t[g][1] = V::hi32(c0, c2);
-        t[g][2] = V::lo32(c1, c3);
-        t[g][3] = V::hi32(c1, c3);
-      }
+      network_8x8_u8(a, t[0]);
+      network_8x8_u8(a + 8, t[1]);
       const auto d = col.at(c, r);
       for (int k = 0; k < 4; ++k) {
         V::store(d[2 * k], V::lo64(t[0][k], t[1][k]));

@@ -5,7 +5,8 @@
 namespace npupack {
 
 struct CpuFeatures {
-  bool ssse3 = false, popcnt = false, avx = false, avx2 = false, f16c = false;
+  bool ssse3 = false, popcnt = false, avx = false, avx2 = false, f16c = false, bmi2 = false;
+  bool fast_pext = false;  // bmi2 with a single-instruction pext (microcoded on AMD Zen 1/2)
 };
 
 inline const CpuFeatures& cpu() {
@@ -18,6 +19,8 @@ inline const CpuFeatures& cpu() {
     f.avx = __builtin_cpu_supports("avx");
     f.avx2 = __builtin_cpu_supports("avx2");
     f.f16c = __builtin_cpu_supports("f16c");
+    f.bmi2 = __builtin_cpu_supports("bmi2");
+    f.fast_pext = f.bmi2 && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
 #endif
     return f;
   }();
