@@ -33,7 +33,7 @@ def sample(fmt, rng, h, w):
 def test_every_format_every_x_offset(name):
     fmt = PIXEL_FORMATS[name]
     rng = np.random.default_rng(0)
-    for h, w in [(1, 1), (2, 3), (3, 7), (2, 17)]:
+    for h, w in [(1, 1), (2, 3), (3, 7), (2, 16), (2, 17), (1, 32)]:  # 16, 32: lines without padding
         img = sample(fmt, rng, h, w)
         bits = img.view(np.uint16) if fmt.kind == "fp16" else img
         for xo in range(fmt.x_offset_max + 1):
@@ -160,3 +160,57 @@ def test_out_buffers(name):
         pack_pixels(img, name, out=outs + (outs[0],))
     with pytest.raises(LayoutError, match="needed"):
         pack_pixels(img, name, out=tuple(o[:5] for o in outs))
+
+
+def _lines_reference(img, order, line_stride, pre):
+    """Interleaved plane straight from nvdla.md 4.4: per line, ``pre`` zero bytes, the pixels with
+    their components in ``order``, zeros up to the line stride."""
+    h = img.shape[0]
+    plane = np.zeros((h, line_stride), np.uint8)
+    body = np.ascontiguousarray(img[:, :, order]).view(np.uint8).reshape(h, -1)
+    plane[:, pre:pre + body.shape[1]] = body
+    return plane.reshape(-1)
+
+
+@pytest.mark.parametrize("path", ["auto", "avx2", "ssse3", "scalar"])
+def test_pixel_line_kernels_every_path(path):
+    """Every shuffle kernel (forced; a CPU without it falls back) on every pixel size and component
+    order, widths across the 16- and 64-byte steps and their tails, into dirty buffers."""
+    import itertools
+
+    from npupack import _core
+
+    rng = np.random.default_rng(5)
+    for eb, m in [(1, 1), (1, 3), (1, 4), (2, 1), (2, 4), (4, 1)]:
+        dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}[eb]
+        for order in itertools.permutations(range(m)):
+            for w in (1, 3, 4, 5, 16, 17, 21, 33):
+                img = rng.integers(0, 2 ** (8 * eb), (3, w, m), dtype=dtype)
+                pre = (w % 3) * m * eb
+                ls = -(-(pre + w * m * eb) // 32) * 32 + 32 * (w % 2)
+                plane = np.full(3 * ls, 0xAB, np.uint8)
+                _core.pack_pixel_lines(img, list(order), plane, ls, pre, path)
+                assert np.array_equal(plane, _lines_reference(img, list(order), ls, pre)), (eb, order, w)
+                back = np.zeros_like(img)
+                _core.unpack_pixel_lines(plane, list(order), back, ls, pre, path)
+                assert np.array_equal(back, img), (eb, order, w)
+    with pytest.raises(LayoutError, match="permutation"):
+        _core.pack_pixel_lines(np.zeros((1, 1, 2), np.uint8), [0, 0], np.zeros(32, np.uint8), 32, 0)
+    with pytest.raises(LayoutError, match="too small"):
+        _core.pack_pixel_lines(np.zeros((2, 8, 4), np.uint8), [0, 1, 2, 3], np.zeros(63, np.uint8), 32, 0)
+    with pytest.raises(LayoutError, match="unknown kernel path"):
+        _core.pack_pixel_lines(np.zeros((1, 1, 1), np.uint8), [0], np.zeros(32, np.uint8), 32, 0, "avx512")
+
+
+@pytest.mark.parametrize("name", ["T_A2B10G10R10", "T_R10G10B10A2"])
+def test_10bit_range_found_in_uint16(name):
+    """uint16 components are range-checked while the words are packed (in chunks, 4 pixels per
+    vector step): a single bad value anywhere is reported at its pixel."""
+    rng = np.random.default_rng(2)
+    h, w = 3, 701  # 2103 pixels: three chunks and a tail shorter than a vector step
+    for p in (0, 3, 1023, 1024, 1500, 2100, 2102):
+        for c, bad in ((0, 1024), (1, 65535), (2, 2000), (3, 4)):
+            img = sample(PIXEL_FORMATS[name], rng, h, w)
+            img[p // w, p % w, c] = bad
+            with pytest.raises(ValueError, match=rf"pixel \({p // w}, {p % w}\)"):
+                pack_pixels(img, name)

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "npupack/checked.hpp"
 #include "npupack/convert.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/highlow.hpp"
@@ -66,6 +67,38 @@ char* writable_bytes(py::array& a, const char* name) {
 
 void check_buffer(const py::array& buf, const char* name) {
   if (!(buf.flags() & py::array::c_style)) throw LayoutError(std::string(name) + " must be C-contiguous");
+}
+
+// Geometry of an interleaved pixel plane, checked before anything is written: a C-contiguous
+// (H, W, M) image, `order` a permutation of its M components, lines that hold the x offset and
+// the pixels, and a plane buffer of H lines.
+struct PixelLines {
+  int64_t h, w;
+  int m, eb;
+};
+
+PixelLines pixel_lines(const py::array& img, const std::vector<int>& order, const py::array& plane,
+                       int64_t line_stride, int64_t pre, const char* fn) {
+  const std::string name(fn);
+  if (img.ndim() != 3 || !(img.flags() & py::array::c_style) || !(plane.flags() & py::array::c_style)) {
+    throw LayoutError(name + ": need a C-contiguous (H, W, M) image and a C-contiguous plane");
+  }
+  const int64_t m = img.shape(2), eb = img.itemsize();
+  if (m < 1 || m > 4 || (eb != 1 && eb != 2 && eb != 4) || m * eb > 8 || static_cast<int64_t>(order.size()) != m) {
+    throw LayoutError(name + ": pixels must be 1-4 components of 1, 2 or 4 bytes, at most 8 bytes, one order entry each");
+  }
+  bool seen[4] = {};
+  for (int c : order) {
+    if (c < 0 || c >= m || seen[c]) throw LayoutError(name + ": order must be a permutation of the components");
+    seen[c] = true;
+  }
+  const int64_t h = img.shape(0), w = img.shape(1);
+  const int64_t row = npupack::checked_mul(w, m * eb, fn);
+  if (pre < 0 || line_stride < npupack::checked_add(pre, row, fn) ||
+      plane.nbytes() < npupack::checked_mul(h, line_stride, fn)) {
+    throw LayoutError(name + ": the plane buffer or line stride is too small for the image");
+  }
+  return {h, w, static_cast<int>(m), static_cast<int>(eb)};
 }
 
 void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, const py::bytes& pad, bool reference) {
@@ -285,6 +318,34 @@ PYBIND11_MODULE(_core, m) {
         npupack::split_yuv444(src, h, w, w * 3 * eb, eb, v_first, yd, y_stride, y_pre, ud, uv_stride, uv_pre);
       },
       "Split a YUV444 image into the Y and UV planes of a semi-planar format (nvdla.md 4.2, 4.4)");
+  m.def(
+      "pack_pixel_lines",
+      [](const py::array& img, const std::vector<int>& order, py::array plane, int64_t line_stride, int64_t pre,
+         const std::string& path) {
+        const PixelLines g = pixel_lines(img, order, plane, line_stride, pre, "pack_pixel_lines");
+        const auto kernel = npupack::kernel_path(path, "pack_pixel_lines");
+        const char* src = static_cast<const char*>(img.data());
+        char* dst = writable_bytes(plane, "plane");
+        py::gil_scoped_release release;
+        npupack::pack_pixel_lines(src, g.h, g.w, g.m, g.eb, order.data(), dst, line_stride, pre, kernel);
+      },
+      py::arg("img"), py::arg("order"), py::arg("plane"), py::arg("line_stride"), py::arg("pre"),
+      py::arg("path") = "auto",
+      "Lay an (H, W, M) image out as one interleaved pixel plane, components reordered (nvdla.md 4.2, 4.4). "
+      "`path` forces a shuffle kernel (auto, avx2, ssse3, scalar) for tests");
+  m.def(
+      "unpack_pixel_lines",
+      [](const py::array& plane, const std::vector<int>& order, py::array img, int64_t line_stride, int64_t pre,
+         const std::string& path) {
+        const PixelLines g = pixel_lines(img, order, plane, line_stride, pre, "unpack_pixel_lines");
+        const auto kernel = npupack::kernel_path(path, "unpack_pixel_lines");
+        const char* src = static_cast<const char*>(plane.data());
+        char* dst = writable_bytes(img, "img");
+        py::gil_scoped_release release;
+        npupack::unpack_pixel_lines(src, g.h, g.w, g.m, g.eb, order.data(), line_stride, pre, dst, kernel);
+      },
+      py::arg("plane"), py::arg("order"), py::arg("img"), py::arg("line_stride"), py::arg("pre"),
+      py::arg("path") = "auto", "Inverse of pack_pixel_lines");
   m.def("quantize_int8",
         [](const py::array_t<float, 0>& w, py::array_t<int8_t, 0>& q, py::array_t<float, 0>& s) {
           quantize<int8_t>(w, q, s, npupack::quantize_int8);

@@ -121,11 +121,7 @@ void bind_weights(py::module_& m) {
   m.def(
       "sparse_compress",
       [](const py::array& stream, int64_t n, int es, py::array wmb, py::array data, const std::string& path) {
-        const auto kernel = path == "auto"    ? npupack::SparsePath::kAuto
-                            : path == "avx2"  ? npupack::SparsePath::kAvx2
-                            : path == "ssse3" ? npupack::SparsePath::kSsse3
-                            : path == "scalar" ? npupack::SparsePath::kScalar
-                                               : throw LayoutError("sparse_compress: unknown path " + path);
+        const auto kernel = npupack::kernel_path(path, "sparse_compress");
         es = element_bytes(es);
         check_stream(stream, n, es);
         if (wmb.nbytes() < (n + 7) / 8) throw LayoutError("sparse_compress: wmb too small");

@@ -12,9 +12,14 @@ namespace npupack {
 
 namespace {
 
+// Asked once: glibc answers hardware_concurrency() by reading /sys (about 10 microseconds), and
+// parallel_for asks on every call.
 int hardware_threads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  static const int n = [] {
+    const unsigned c = std::thread::hardware_concurrency();
+    return c == 0 ? 1 : static_cast<int>(c);
+  }();
+  return n;
 }
 
 std::atomic<int> g_threads{0};  // 0: the default

@@ -251,10 +251,10 @@ void sparse_count(const uint8_t* stream, int64_t n, int es, int64_t group_elems,
 }
 
 int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, uint8_t* data, int64_t data_cap,
-                        SparsePath path) {
+                        KernelPath path) {
 #ifdef NPUPACK_X86
-  const bool avx2 = path == SparsePath::kAvx2 ? cpu().avx2 && cpu().bmi2 && cpu().popcnt
-                                              : path == SparsePath::kAuto && has_fast_pext();
+  const bool avx2 = path == KernelPath::kAvx2 ? cpu().avx2 && cpu().bmi2 && cpu().popcnt
+                                              : path == KernelPath::kAuto && has_fast_pext();
   if (avx2) {
     int64_t i = 0;
     const int64_t pos = es == 1 ? compress_avx2<1>(stream, n, wmb, data, data_cap, i)
@@ -263,7 +263,7 @@ int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, 
     std::memset(wmb + (i >> 3), 0, static_cast<size_t>((n + 7) / 8 - (i >> 3)));
     return compress_scalar(stream, i, n, es, wmb, data, pos, data_cap);
   }
-  if (path != SparsePath::kScalar && has_ssse3()) return compress_ssse3(stream, n, es, wmb, data, data_cap);
+  if (path != KernelPath::kScalar && has_ssse3()) return compress_ssse3(stream, n, es, wmb, data, data_cap);
 #else
   (void)path;
 #endif

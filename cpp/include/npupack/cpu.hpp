@@ -1,6 +1,9 @@
 // The x86 instruction-set extensions the kernels choose between at run time (the extension is
 // built for baseline x86-64). Detected once; all false on other architectures.
 #pragma once
+#include <string>
+
+#include "npupack/errors.hpp"
 
 namespace npupack {
 
@@ -25,6 +28,20 @@ inline const CpuFeatures& cpu() {
     return f;
   }();
   return features;
+}
+
+// Which instruction-set variant a kernel with several runs: kAuto the fastest this CPU runs
+// well; the others (for tests, each falling back to the next when the CPU lacks it) force AVX2,
+// SSSE3 or plain C++.
+enum class KernelPath { kAuto, kAvx2, kSsse3, kScalar };
+
+// "auto", "avx2", "ssse3" or "scalar"; anything else is a LayoutError naming `fn`.
+inline KernelPath kernel_path(const std::string& name, const char* fn) {
+  if (name == "auto") return KernelPath::kAuto;
+  if (name == "avx2") return KernelPath::kAvx2;
+  if (name == "ssse3") return KernelPath::kSsse3;
+  if (name == "scalar") return KernelPath::kScalar;
+  throw LayoutError(std::string(fn) + ": unknown kernel path " + name + " (auto, avx2, ssse3, scalar)");
 }
 
 }  // namespace npupack

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "npupack/cpu.hpp"
+
 namespace npupack {
 
 // Non-zero elements of each kernel group of `group_elems` elements (the last one may be short):
@@ -13,11 +15,9 @@ void sparse_count(const uint8_t* stream, int64_t n, int es, int64_t group_elems,
 
 // Writes ceil(n/8) bytes of WMB and the non-zero elements to data (capacity data_cap bytes,
 // checked: throws LayoutError when too small, before writing past it). Returns the DATA bytes.
-// `path` picks the kernel: kAuto the fastest this CPU runs well; the others (for tests, each
-// falling back to the next when the CPU lacks it) force AVX2+BMI2, SSSE3 or plain C++.
-enum class SparsePath { kAuto, kAvx2, kSsse3, kScalar };
+// `path` picks the kernel (kAvx2 means AVX2 with BMI2).
 int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, uint8_t* data, int64_t data_cap,
-                        SparsePath path = SparsePath::kAuto);
+                        KernelPath path = KernelPath::kAuto);
 
 // Set bits among the first n bits of wmb.
 int64_t sparse_popcount(const uint8_t* wmb, int64_t n);

@@ -17,7 +17,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, check_out
+from npupack.layout import as_byte_buffer, check_out
 from npupack.nvdla.config import PRECISIONS
 from npupack.nvdla.convert import to_fp16
 
@@ -60,6 +60,12 @@ class PixelFormat:
         if self.kind == "10bit":
             return (4,)
         return tuple(len(p) * self.comp_bytes for p in self.planes)
+
+    @cached_property
+    def line_order(self) -> list:
+        """Single-plane formats: the image component stored at each position of a pixel (a
+        10-bit word is one element)."""
+        return [0] if self.kind == "10bit" else list(self.planes[0])
 
     @cached_property
     def x_offset_max(self) -> int:
@@ -139,16 +145,27 @@ def pixel_line_strides(pixel_format, width: int, *, x_offset: int = 0, line_stri
     default; a given stride (int, or one per plane) must be a multiple of 32 and at least
     ``pre + W * bpp``. Raises LayoutError for a bad stride or an x offset out of range."""
     fmt = _format(pixel_format)
-    width = int(width)
-    if width < 1:
-        raise LayoutError(f"width: must be >= 1, got {width}")
     if isinstance(x_offset, bool) or not isinstance(x_offset, (int, np.integer)):
         raise TypeError(f"x_offset: expected an integer, got {x_offset!r}")
+    if line_stride is not None and not isinstance(line_stride, (int, np.integer)):
+        try:
+            line_stride = tuple(int(v) for v in line_stride)
+        except TypeError:
+            raise TypeError(f"line_stride: expected bytes as an int or one int per plane, got {line_stride!r}") \
+                from None
+    # Cached per geometry: an image pipeline asks for the same few again and again.
+    return _line_strides(fmt.name, int(width), int(x_offset), line_stride)
+
+
+@lru_cache(maxsize=512)
+def _line_strides(name: str, width: int, x_offset: int, line_stride) -> tuple:
+    fmt = PIXEL_FORMATS[name]
+    if width < 1:
+        raise LayoutError(f"width: must be >= 1, got {width}")
     if not 0 <= x_offset <= fmt.x_offset_max:
         raise LayoutError(f"x_offset: {x_offset} is outside {fmt.name}'s range 0-{fmt.x_offset_max} "
                           "(x * bytes per pixel < 32; nvdla.md 4.4)")
-    given = (line_stride,) * len(fmt.bpp) if line_stride is None or isinstance(line_stride, (int, np.integer)) \
-        else tuple(line_stride)
+    given = line_stride if isinstance(line_stride, tuple) else (line_stride,) * len(fmt.bpp)
     if len(given) != len(fmt.bpp):
         raise LayoutError(f"line_stride: {fmt.name} has {len(fmt.bpp)} planes, got {len(given)} strides")
     out = []
@@ -171,16 +188,10 @@ def _pre(fmt: PixelFormat, plane: int, x_offset: int) -> int:
     return x_offset * fmt.bpp[0] if plane == 0 else (x_offset * fmt.bpp[plane]) % 32
 
 
-@lru_cache(maxsize=256)
-def _plane_layout(h: int, w: int, m: int, elem: np.dtype, pre_px: int, line_stride: int) -> BlockedLayout:
-    return BlockedLayout([Dim("H", h), Dim("W", w, pad_lo=pre_px), Dim("M", m)], [("H", 0), ("W", 0), ("M", 0)],
-                         elem, {("H", 0): line_stride})
-
-
 def _components(img, fmt: PixelFormat) -> np.ndarray:
-    """Validate an image and return it as ``(H, W, comps)`` element containers (uint8, uint16 bits,
-    or uint32 words for 10-bit formats, where the 4 components are already packed: (H, W, 1))."""
-    arr = np.asarray(img)
+    """Validate an image and return it as ``(H, W, comps)`` element containers: 1- or 2-byte
+    integers as given, float16 bits as uint16, C-contiguous uint16 for 10-bit formats."""
+    arr = img if type(img) is np.ndarray else np.asarray(img)
     if arr.ndim == 2 and fmt.comps == 1:
         arr = arr[:, :, None]
     if arr.ndim == 3 and fmt.has_x and arr.shape[2] == 3:
@@ -192,45 +203,42 @@ def _components(img, fmt: PixelFormat) -> np.ndarray:
     if min(arr.shape[:2]) < 1:
         raise LayoutError(f"img: H and W must be >= 1, got {arr.shape}")
     kind = fmt.kind
+    # dtype.char tests: comparing with NumPy scalar types costs a dtype conversion per call.
     if kind == "8bit":
-        if arr.dtype not in (np.uint8, np.int8):
+        if arr.dtype.char not in "Bb":
             raise TypeError(f"img: {fmt.name} stores 8-bit components; pass uint8 or int8, got {arr.dtype}")
-        return arr.view(np.uint8)
+        return arr
     if kind == "16bit":
-        if arr.dtype not in (np.uint16, np.int16):
+        if arr.dtype.char not in "Hh":
             raise TypeError(f"img: {fmt.name} stores 16-bit containers; pass uint16 or int16, got {arr.dtype}")
-        return arr.view(np.uint16)
+        return arr
     if kind == "fp16":
         if arr.dtype.kind != "f":
             raise TypeError(f"img: {fmt.name} is fp16; pass float16 or float32, got {arr.dtype}")
         return to_fp16(arr, saturate=False).view(np.uint16)
-    # 10-bit: range check and word packing in one C++ pass
+    # 10-bit: values are range-checked while packing (see _words); other dtypes are checked here.
     if arr.dtype.kind not in "iu":
         raise TypeError(f"img: {fmt.name} takes integer components (0-1023, alpha 0-3), got {arr.dtype}")
     if arr.dtype != np.uint16:
         if arr.size and (arr.min() < 0 or arr.max() > 1023):
             raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (nvdla.md 4.3)")
         arr = arr.astype(np.uint16)
-    arr = np.ascontiguousarray(arr)
-    words = np.empty(arr.shape[:2], dtype=np.uint32)
-    bad = _core.pack_10bit(arr.reshape(-1), words.reshape(-1), list(fmt.shifts))
+    return np.ascontiguousarray(arr)
+
+
+def _words(comps: np.ndarray, fmt: PixelFormat, words: Optional[np.ndarray] = None) -> np.ndarray:
+    """10-bit formats: the ``(H, W, 4)`` uint16 components as one little-endian word per pixel,
+    ``(H, W, 1)`` uint32, written into ``words`` (``H * W`` uint32) when given. Raises ValueError
+    naming the first pixel out of range."""
+    h, w = comps.shape[:2]
+    if words is None:
+        words = np.empty(h * w, dtype=np.uint32)
+    bad = _core.pack_10bit(comps.reshape(-1), words, list(fmt.shifts))
     if bad >= 0:
-        y, x = divmod(int(bad), arr.shape[1])
-        raise ValueError(f"img: {fmt.name} pixel ({y}, {x}) = {arr[y, x].tolist()}: colour components must be in "
+        y, x = divmod(int(bad), w)
+        raise ValueError(f"img: {fmt.name} pixel ({y}, {x}) = {comps[y, x].tolist()}: colour components must be in "
                          "0-1023 and alpha in 0-3 (nvdla.md 4.3)")
-    return words[:, :, None]
-
-
-def _reordered(comps: np.ndarray, order, fmt: PixelFormat) -> np.ndarray:
-    """The plane's components in memory order: the image itself when the order is c0..c3, a
-    strided view for one component (the Y plane), otherwise one gathered copy (measured faster
-    than a strided view with a reversed component axis)."""
-    order = list(order)
-    if fmt.kind == "10bit" or order == list(range(comps.shape[2])):
-        return comps
-    if len(order) == 1:
-        return comps[:, :, order[0]:order[0] + 1]
-    return comps[:, :, order]
+    return words.reshape(h, w, 1)
 
 
 def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=None) -> PixelPlanes:
@@ -285,16 +293,16 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
         _core.split_yuv444(np.ascontiguousarray(comps), bufs[0], strides[0], _pre(fmt, 0, x_offset), bufs[1],
                            strides[1], _pre(fmt, 1, x_offset), fmt.planes[1][0] == B)
         return PixelPlanes(tuple(bufs), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
-    planes = []
-    for p, order in enumerate(fmt.planes):
-        data = _reordered(comps, order, fmt)
-        bpp = fmt.bpp[p]
-        layout = _plane_layout(h, w, data.shape[2], data.dtype, _pre(fmt, p, x_offset) // bpp, strides[p])
-        buf = bufs[p] if bufs[p] is not None else np.empty(h * strides[p], dtype=np.uint8)
-        layout.pack(data, out=buf)
-        buf[layout.nbytes:] = 0
-        planes.append(buf)
-    return PixelPlanes(tuple(planes), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
+    buf = bufs[0] if bufs[0] is not None else np.empty(h * strides[0], np.uint8)
+    pre = _pre(fmt, 0, x_offset)
+    if fmt.kind == "10bit":
+        if pre == 0 and strides[0] == 4 * w and buf.ctypes.data % 4 == 0:
+            # Lines without padding: the words are the plane.
+            _words(comps, fmt, buf.view(np.uint32))
+            return PixelPlanes((buf,), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
+        comps = _words(comps, fmt)
+    _core.pack_pixel_lines(np.ascontiguousarray(comps), fmt.line_order, buf, strides[0], pre)
+    return PixelPlanes((buf,), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
 
 
 def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: int = 0) -> np.ndarray:
@@ -307,23 +315,31 @@ def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: in
         line_stride = planes.line_strides if line_stride is None else line_stride
         planes = planes.planes
     h, w = int(shape[0]), int(shape[1])
+    if h < 1:
+        raise LayoutError(f"shape: H must be >= 1, got {shape}")
     strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
     if len(planes) != len(fmt.planes):
         raise LayoutError(f"planes: {fmt.name} has {len(fmt.planes)} planes, got {len(planes)}")
     elem = _DTYPE[fmt.kind]
-    out = np.zeros((h, w, fmt.comps), dtype=np.uint16 if fmt.kind == "10bit" else elem)
-    for p, order in enumerate(fmt.planes):
-        data = np.asarray(planes[p])
-        if data.dtype != np.uint8:
-            raise TypeError(f"planes[{p}]: expected uint8 bytes, got {data.dtype}")
-        m = 1 if fmt.kind == "10bit" else len(order)
-        layout = _plane_layout(h, w, m, elem, _pre(fmt, p, x_offset) // fmt.bpp[p], strides[p])
-        vals = layout.unpack(np.ascontiguousarray(data).reshape(-1))
+    data = [as_byte_buffer(pl, f"planes[{p}]") for p, pl in enumerate(planes)]
+    for p, d in enumerate(data):
+        if d.size < h * strides[p]:
+            raise LayoutError(f"planes[{p}]: holds {d.size} bytes, {fmt.name} needs H * line_stride = "
+                              f"{h * strides[p]}")
+    if len(fmt.planes) == 1:
+        vals = np.empty((h, w, len(fmt.line_order)), dtype=elem)
+        _core.unpack_pixel_lines(data[0], fmt.line_order, vals, strides[0], _pre(fmt, 0, x_offset))
         if fmt.kind == "10bit":
+            out = np.empty((h, w, fmt.comps), dtype=np.uint16)
             _core.unpack_10bit(vals.reshape(-1), out.reshape(-1), list(fmt.shifts))
-        else:
-            out[:, :, list(order)] = vals
-    return out.view(np.float16) if fmt.kind == "fp16" else out
+            return out
+        return vals.view(np.float16) if fmt.kind == "fp16" else vals
+    out = np.empty((h, w, fmt.comps), dtype=elem)
+    for p, order in enumerate(fmt.planes):
+        vals = np.empty((h, w, len(order)), dtype=elem)
+        _core.unpack_pixel_lines(data[p], list(range(len(order))), vals, strides[p], _pre(fmt, p, x_offset))
+        out[:, :, list(order)] = vals
+    return out
 
 
 def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = True, offset=0, scale=1,
