@@ -127,10 +127,18 @@ BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> or
   if (ragged_ && explicit_strides) {
     throw LayoutError("explicit byte strides cannot be combined with ragged (unpadded) blocks");
   }
-  // A ragged dim whose extent is a multiple of its tile has no short block, so it is stored
-  // exactly like a plain one: treat it as plain, which gives the executor constant strides.
+  // A ragged dim whose extent is a multiple of its tile has no short block, and one that is a
+  // single short block is a plain block of `extent` elements: both are stored exactly like a
+  // plain dim, so treat them as plain, which gives the executor constant strides (and lets it
+  // merge the block with its neighbours, e.g. the 3 channels of a first-layer DC kernel).
   ragged_ = false;
-  for (DimSpec& d : dims_) {
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    DimSpec& d = dims_[i];
+    if (d.ragged && d.extent < d.tiles[0]) {
+      d.tiles[0] = d.extent;
+      axes_[axis_of_[i][0]].weight = d.extent;
+      axes_[axis_of_[i][1]].extent = d.extent;
+    }
     if (d.ragged && d.extent % d.tiles[0] == 0) d.ragged = false;
     ragged_ = ragged_ || d.ragged;
   }
