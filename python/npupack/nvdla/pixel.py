@@ -3,9 +3,10 @@
 
 An image is ``(H, W, comps)`` with components in the hardware's channel order c0 = R/Y, c1 = G/U,
 c2 = B/V, c3 = A/X. Each plane is ``H`` lines of ``line_stride`` bytes: ``pre`` padding bytes
-(the x offset), ``W`` pixels of ``bpp`` bytes, zero padding. A component reorder (memory order of
-the format), 10-bit word packing and fp16 conversion are passes; each plane is then one engine
-layout (lines at an explicit byte stride, the x offset as lower padding of W).
+(the x offset), ``W`` pixels of ``bpp`` bytes, zero padding. fp16 conversion and 10-bit word
+packing (with its range check) are passes before the layout; then one C++ pass writes each line:
+interleaved formats with the component order of the format as a byte shuffle, semi-planar formats
+split into the Y and UV planes, the x-offset bytes and line tails zeroed next to the pixels.
 """
 from __future__ import annotations
 
