@@ -162,6 +162,29 @@ def test_every_format_on_boundary_shapes(info):
         assert np.array_equal(ov.unpack(buf, info.name, shape, np.int8, check_padding=True), x)
 
 
+DOUBLE_BLOCKED = [f for f in SUPPORTED if len(f.layout.logical) == 4 and "yx" not in f.layout.logical
+                  and len({t.dim for t in f.layout.tiles}) >= 2]
+
+
+@pytest.mark.parametrize("info", DOUBLE_BLOCKED, ids=lambda f: f.name)
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_double_blocked_on_large_spatial_extents(info, dtype):
+    """Large y*x: the engine cuts the spatial loop into tiles when a block loop interleaves with
+    it in the packed buffer (isv inside osv of y*x); tiles, their last partial one, padded blocks."""
+    rng = np.random.default_rng(1)
+    block = {d: 1 for d in info.layout.logical}
+    for t in info.layout.tiles:
+        block[t.dim] *= t.size
+    b, f = (block[d] for d in info.layout.logical[:2])
+    # Whole blocks (the interleaving loop must run its full extent to be tiled), y*x of several
+    # tiles and a partial last one; then a padded outer block, which is not tiled.
+    for shape in [(b, f, 37, 61), (2 * b, f, 19, 67), (b + 1, f - 1, 9, 70)]:
+        x = rng.integers(1, 120, shape).astype(dtype)
+        buf = ov.pack(x, info.name)
+        assert np.array_equal(buf, ref_pack(info, x)), shape
+        assert np.array_equal(ov.unpack(buf, info.name, shape, dtype, check_padding=True), x)
+
+
 def _index_coded(name, shape):
     x = (np.arange(int(np.prod(shape)), dtype=np.int32) + 1).reshape(shape)
     buf = ov.pack(x, name).view(np.int32)

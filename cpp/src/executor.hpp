@@ -327,10 +327,15 @@ class Executor {
   void inner_pair(int64_t loff, int64_t poff) {
     const Loop& x = loops_[loops_.size() - 2];
     const Loop& in = loops_.back();
-    const Range rx = range(x);
+    Range rx = range(x);
     const int64_t psx = pstride(x);
     if (transpose_) {
       // x is contiguous on the logical side, `in` on the packed side; x is exact (rx starts at 0).
+      if (x_tile_.hi > 0) {
+        loff += x_tile_.lo * x.lstep;
+        poff += x_tile_.lo * psx;
+        rx = {0, x_tile_.n()};
+      }
       const Range rin = range(in);
       loff += rin.lo * in.lstep;
       poff += rin.lo * eb_;
@@ -410,6 +415,27 @@ class Executor {
     return true;
   }
 
+  // The loop just outside a transposed pair can interleave with it in the packed buffer
+  // (os_is_yx_isv16_osv16 on activations: each of the 16 isv steps writes 16 of every 256 bytes
+  // of y*x). Run whole, each step would stream over the pair's entire packed range, and every
+  // cache line of it would be loaded and written back once per step. Cutting x into tiles whose
+  // packed range stays in L1 and running all steps of the outer loop per tile writes each line
+  // once. Returns false when the loop does not interleave or x is short.
+  bool tiled_pairs(const Loop& b, int64_t loff, int64_t poff) {
+    if (!transpose_ || group_ > 1 || L_.ragged() || !b.exact || b.extent < 2) return false;
+    const Loop& x = loops_[loops_.size() - 2];
+    const int64_t psx = pstride(x);
+    if (!x.exact || b.pstep * b.extent > psx) return false;
+    const int64_t tile = std::max<int64_t>(16, kTileBytes / psx);
+    if (x.extent <= tile) return false;
+    for (int64_t t = 0; t < x.extent; t += tile) {
+      x_tile_ = {t, std::min(x.extent, t + tile)};
+      for (int64_t i = 0; i < b.extent; ++i) inner_pair(loff + i * b.lstep, poff + i * b.pstep);
+    }
+    x_tile_ = {0, 0};
+    return true;
+  }
+
   void rec(size_t li, int64_t loff, int64_t poff) {
     const size_t n = loops_.size();
     if (n == 1) {
@@ -427,7 +453,7 @@ class Executor {
       return;
     }
     const Loop& lp = loops_[li];
-    if (li + 3 == n && batch_pairs(lp, loff, poff)) return;
+    if (li + 3 == n && (tiled_pairs(lp, loff, poff) || batch_pairs(lp, loff, poff))) return;
     const Range r = range(lp);
     const int64_t ps = pstride(lp);
     const int64_t saved = base_[lp.dim];
@@ -452,6 +478,8 @@ class Executor {
   std::vector<Loop> loops_;
   bool transpose_ = false;
   static constexpr int64_t kGroupBytes = 64 * 1024;
+  static constexpr int64_t kTileBytes = 256 * 1024;  // packed bytes of one x tile (tiled_pairs)
+  Range x_tile_{0, 0};              // tiled_pairs: the x columns inner_pair runs (hi 0: all)
   size_t group_ = 0;                // loops transposed together before the innermost (0: none)
   std::vector<int64_t> col_poff_;   // packed offset of each column of the group
   std::vector<int64_t> idx_, base_;
