@@ -101,6 +101,24 @@ PixelLines pixel_lines(const py::array& img, const std::vector<int>& order, cons
   return {h, w, static_cast<int>(m), static_cast<int>(eb)};
 }
 
+// pack_pixel_lines (image -> plane) and unpack_pixel_lines (plane -> image).
+template <bool Pack>
+void pixel_lines_call(const py::array& from, const std::vector<int>& order, py::array to, int64_t line_stride,
+                      int64_t pre, const std::string& path) {
+  const char* fn = Pack ? "pack_pixel_lines" : "unpack_pixel_lines";
+  const PixelLines g = Pack ? pixel_lines(from, order, to, line_stride, pre, fn)
+                            : pixel_lines(to, order, from, line_stride, pre, fn);
+  const auto kernel = npupack::kernel_path(path, fn);
+  const char* src = static_cast<const char*>(from.data());
+  char* dst = writable_bytes(to, Pack ? "plane" : "img");
+  py::gil_scoped_release release;
+  if constexpr (Pack) {
+    npupack::pack_pixel_lines(src, g.h, g.w, g.m, g.eb, order.data(), dst, line_stride, pre, kernel);
+  } else {
+    npupack::unpack_pixel_lines(src, g.h, g.w, g.m, g.eb, order.data(), line_stride, pre, dst, kernel);
+  }
+}
+
 void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, const py::bytes& pad, bool reference) {
   const auto strides = logical_strides(L, x, "x");
   check_buffer(out, "out");
@@ -318,34 +336,12 @@ PYBIND11_MODULE(_core, m) {
         npupack::split_yuv444(src, h, w, w * 3 * eb, eb, v_first, yd, y_stride, y_pre, ud, uv_stride, uv_pre);
       },
       "Split a YUV444 image into the Y and UV planes of a semi-planar format (nvdla.md 4.2, 4.4)");
-  m.def(
-      "pack_pixel_lines",
-      [](const py::array& img, const std::vector<int>& order, py::array plane, int64_t line_stride, int64_t pre,
-         const std::string& path) {
-        const PixelLines g = pixel_lines(img, order, plane, line_stride, pre, "pack_pixel_lines");
-        const auto kernel = npupack::kernel_path(path, "pack_pixel_lines");
-        const char* src = static_cast<const char*>(img.data());
-        char* dst = writable_bytes(plane, "plane");
-        py::gil_scoped_release release;
-        npupack::pack_pixel_lines(src, g.h, g.w, g.m, g.eb, order.data(), dst, line_stride, pre, kernel);
-      },
-      py::arg("img"), py::arg("order"), py::arg("plane"), py::arg("line_stride"), py::arg("pre"),
-      py::arg("path") = "auto",
-      "Lay an (H, W, M) image out as one interleaved pixel plane, components reordered (nvdla.md 4.2, 4.4). "
-      "`path` forces a shuffle kernel (auto, avx2, ssse3, scalar) for tests");
-  m.def(
-      "unpack_pixel_lines",
-      [](const py::array& plane, const std::vector<int>& order, py::array img, int64_t line_stride, int64_t pre,
-         const std::string& path) {
-        const PixelLines g = pixel_lines(img, order, plane, line_stride, pre, "unpack_pixel_lines");
-        const auto kernel = npupack::kernel_path(path, "unpack_pixel_lines");
-        const char* src = static_cast<const char*>(plane.data());
-        char* dst = writable_bytes(img, "img");
-        py::gil_scoped_release release;
-        npupack::unpack_pixel_lines(src, g.h, g.w, g.m, g.eb, order.data(), line_stride, pre, dst, kernel);
-      },
-      py::arg("plane"), py::arg("order"), py::arg("img"), py::arg("line_stride"), py::arg("pre"),
-      py::arg("path") = "auto", "Inverse of pack_pixel_lines");
+  m.def("pack_pixel_lines", &pixel_lines_call<true>, py::arg("img"), py::arg("order"), py::arg("plane"),
+        py::arg("line_stride"), py::arg("pre"), py::arg("path") = "auto",
+        "Lay an (H, W, M) image out as one interleaved pixel plane, components reordered (nvdla.md 4.2, 4.4). "
+        "`path` forces a shuffle kernel (auto, avx2, ssse3, scalar) for tests");
+  m.def("unpack_pixel_lines", &pixel_lines_call<false>, py::arg("plane"), py::arg("order"), py::arg("img"),
+        py::arg("line_stride"), py::arg("pre"), py::arg("path") = "auto", "Inverse of pack_pixel_lines");
   m.def("quantize_int8",
         [](const py::array_t<float, 0>& w, py::array_t<int8_t, 0>& q, py::array_t<float, 0>& s) {
           quantize<int8_t>(w, q, s, npupack::quantize_int8);
