@@ -307,10 +307,39 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
 
 
 def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: int = 0) -> np.ndarray:
-    """Read an ``(H, W, comps)`` image back (c0..c3 order): uint8 for 8-bit formats, uint16 for
-    16-bit containers and 10-bit formats (the 10-bit values, alpha 0-3), float16 for fp16 formats.
-    ``planes`` is a PixelPlanes or a sequence of uint8 plane buffers. Raises LayoutError for a
-    plane shorter than ``H * line_stride`` or a wrong plane count."""
+    """Read an image back from its NVDLA pixel planes: the inverse of :func:`pack_pixels`
+    (nvdla.md 4; seed "Pixel Format").
+
+    Parameters
+    ----------
+    planes : PixelPlanes or sequence of uint8 arrays / bytes
+        One buffer per plane, each at least ``H * line_stride`` bytes; padding bytes are ignored.
+        A PixelPlanes also supplies the line strides.
+    pixel_format : str
+        A name of :data:`PIXEL_FORMATS`.
+    shape : (H, W) or (H, W, comps)
+        The image size in pixels (a third entry is ignored).
+    line_stride : int or tuple of int, optional, bytes
+        As for :func:`pack_pixels`; taken from ``planes`` when it is a PixelPlanes.
+    x_offset : int
+        Redundant pixels before the first one, as packed.
+
+    Returns
+    -------
+    numpy.ndarray, (H, W, comps), components c0..c3
+        uint8 for 8-bit formats, uint16 for 16-bit containers and 10-bit formats (the 10-bit
+        values, alpha 0-3), float16 for fp16 formats; X components read back as stored (0).
+
+    Raises
+    ------
+    LayoutError
+        A wrong plane count, a plane shorter than ``H * line_stride``, H < 1, a bad line stride
+        or x offset.
+    TypeError
+        A plane that is not uint8 bytes.
+    ValueError
+        Unknown format.
+    """
     fmt = _format(pixel_format)
     if isinstance(planes, PixelPlanes):
         line_stride = planes.line_strides if line_stride is None else line_stride
