@@ -260,7 +260,9 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
         Redundant pixels before the first one (0 .. 32 // bpp - 1).
     out : tuple of numpy.ndarray of uint8, optional
         One writable C-contiguous buffer per plane, each at least ``H * line_stride`` bytes; the
-        planes are written (padding included) to their first ``H * line_stride`` bytes.
+        planes are written (padding included) to their first ``H * line_stride`` bytes. Shapes,
+        dtypes and sizes are checked before anything is written; a 10-bit value out of range is
+        found while packing, so after that ValueError the buffers' contents are unspecified.
 
     Returns
     -------
