@@ -165,37 +165,41 @@ inline void round_cube(const double* t, double scale, Q* out) {
 #if defined(__x86_64__) || defined(__i386__)
 #define NPUPACK_WG_F16C 1
 // 64 doubles -> binary16, round to nearest even, with F16C. Converting through float would round
-// twice, so the double -> float step rounds to odd instead (truncate, then set the last bit if
-// anything was lost): float keeps 13 more bits than half, and rounding to odd first then to
-// nearest even gives the correctly rounded half (the classic double-rounding fix). INF results
-// of finite inputs and INF inputs become +-65504 when saturating, like fp16_from_double.
-__attribute__((target("avx,f16c"))) void fp16_cube_f16c(const double* t, uint16_t* out, bool saturate) {
-  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));
-  const __m128i one = _mm_set1_epi32(1);
+// twice, so each double is first rounded to odd at float precision (nvdla.md 2.4's correctly
+// rounded result, the classic double-rounding fix: float keeps 13 more bits than half). In the
+// integer domain that is: clear the 29 mantissa bits float drops and set the lowest kept one if
+// any of them was set; the result is exactly a float (in float's normal range; anything smaller
+// is far below half's smallest subnormal and still gives +-0), so the conversion to float is
+// exact and F16C's nearest-even conversion to half finishes it. INF results of finite inputs and
+// INF inputs become +-65504 when saturating, like fp16_from_double.
+__attribute__((target("avx2,f16c"))) inline __m128 round_to_odd_ps(__m256d d) {
+  const __m256i dropped = _mm256_set1_epi64x(0x1FFFFFFF);
+  const __m256i lowest_kept = _mm256_set1_epi64x(0x20000000);
+  const __m256i b = _mm256_castpd_si256(d);
+  const __m256i lost = _mm256_and_si256(b, dropped);
+  const __m256i exact = _mm256_cmpeq_epi64(lost, _mm256_setzero_si256());
+  const __m256i odd = _mm256_or_si256(_mm256_xor_si256(b, lost), _mm256_andnot_si256(exact, lowest_kept));
+  return _mm256_cvtpd_ps(_mm256_castsi256_pd(odd));
+}
+
+// Eight doubles (two vectors) -> eight binary16, stored at out.
+__attribute__((target("avx2,f16c"))) inline void store8_fp16(__m256d a, __m256d b, char* out, bool saturate) {
+  const __m256 f = _mm256_insertf128_ps(_mm256_castps128_ps256(round_to_odd_ps(a)), round_to_odd_ps(b), 1);
+  __m128i v = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  if (saturate) {
+    const __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00));
+    v = _mm_sub_epi16(v, _mm_and_si128(inf, _mm_set1_epi16(1)));  // 0x7C00 -> 0x7BFF, keeps the sign
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
+}
+
+__attribute__((target("avx2,f16c"))) void fp16_cube_f16c(const double* t, uint16_t* out, bool saturate) {
   for (int i = 0; i < 64; i += 8) {
-    __m128i h[2];
-    for (int j = 0; j < 2; ++j) {
-      const __m256d d = _mm256_loadu_pd(t + i + 4 * j);
-      const __m128 f = _mm256_cvtpd_ps(d);
-      const __m256d back = _mm256_cvtps_pd(f);
-      const __m128i inexact = _mm_castps_si128(_mm256_cvtpd_ps(_mm256_cmp_pd(back, d, _CMP_NEQ_UQ)));
-      const __m128i away = _mm_castps_si128(_mm256_cvtpd_ps(
-          _mm256_cmp_pd(_mm256_and_pd(back, abs_mask), _mm256_and_pd(d, abs_mask), _CMP_GT_OQ)));
-      __m128i bits = _mm_castps_si128(f);
-      bits = _mm_add_epi32(bits, away);                    // away is -1 where |f| > |d|: one step toward 0
-      bits = _mm_or_si128(bits, _mm_and_si128(inexact, one));  // sticky bit
-      h[j] = _mm_cvtps_ph(_mm_castsi128_ps(bits), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    }
-    __m128i v = _mm_unpacklo_epi64(h[0], h[1]);
-    if (saturate) {
-      const __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00));
-      v = _mm_sub_epi16(v, _mm_and_si128(inf, _mm_set1_epi16(1)));  // 0x7C00 -> 0x7BFF, keeps the sign
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), v);
+    store8_fp16(_mm256_loadu_pd(t + i), _mm256_loadu_pd(t + i + 4), reinterpret_cast<char*>(out + i), saturate);
   }
 }
 
-bool has_f16c() { return cpu().avx && cpu().f16c; }
+bool has_f16c() { return cpu().avx2 && cpu().f16c; }
 
 // The 9 taps of one channel stored back to back as binary16: 8 converted by F16C (half -> float
 // -> double is exact) and the ninth by bit assembly.
@@ -207,7 +211,72 @@ __attribute__((target("avx,f16c"))) void load9_f16c(const char* p, double out[9]
   std::memcpy(&last, p + 16, 2);
   out[8] = half_to_double(last);
 }
+template <WgSource S>
+constexpr int64_t tap_bytes() { return S == WgSource::F16 ? 2 : S == WgSource::F32 ? 4 : 8; }
+
+// The 9 taps of one channel, back to back in the source, as doubles: taps 0-3, 4-7 and 8.
+template <WgSource S>
+__attribute__((target("avx2,f16c"))) inline void load_taps(const char* p, __m256d& lo, __m256d& hi, double& last) {
+  if constexpr (S == WgSource::F16) {
+    const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+    hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+  } else if constexpr (S == WgSource::F32) {
+    const __m256 f = _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+    hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+  } else {
+    lo = _mm256_loadu_pd(reinterpret_cast<const double*>(p));
+    hi = _mm256_loadu_pd(reinterpret_cast<const double*>(p) + 4);
+  }
+  last = load<S>(p + 8 * tap_bytes<S>());
+}
+
+// 4x4 transpose of doubles: rows r[l] (one channel each) -> columns c[j] (one tap, four channels).
+__attribute__((target("avx2"))) inline void transpose4(const __m256d r[4], __m256d* c) {
+  const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+  const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+  c[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+  c[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+  c[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+  c[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+// One fp16 cube of four consecutive channels (lane l at base + l * cstride, taps back to back)
+// entirely in registers: the same operations, in the same order, as transform4 and
+// fp16_cube_f16c (the scalar path keeps its g / t arrays in memory, and reading them as vectors
+// right after scalar writes stalled on store forwarding).
+template <WgSource S>
+__attribute__((target("avx2,f16c"))) void cube_fp16_avx2(const char* base, int64_t cstride, char* out,
+                                                          bool saturate) {
+  __m256d lo[4], hi[4], g[9];
+  double last[4];
+  for (int l = 0; l < 4; ++l) load_taps<S>(base + l * cstride, lo[l], hi[l], last[l]);
+  transpose4(lo, g);
+  transpose4(hi, g + 4);
+  g[8] = _mm256_setr_pd(last[0], last[1], last[2], last[3]);
+  const __m256d half = _mm256_set1_pd(0.5), zero = _mm256_setzero_pd();
+  __m256d a[12];  // a = G g
+  for (int j = 0; j < 3; ++j) {
+    const __m256d g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+    a[j] = g0;
+    a[3 + j] = _mm256_mul_pd(half, _mm256_add_pd(_mm256_add_pd(g0, g1), g2));
+    a[6 + j] = _mm256_mul_pd(half, _mm256_add_pd(_mm256_sub_pd(g0, g1), g2));
+    a[9 + j] = g2;
+  }
+  for (int i = 0; i < 4; ++i) {  // row i of t = a G^T, + 0.0 makes computed zeros +0
+    const __m256d a0 = a[3 * i], a1 = a[3 * i + 1], a2 = a[3 * i + 2];
+    const __m256d t0 = _mm256_add_pd(a0, zero);
+    const __m256d t1 = _mm256_add_pd(_mm256_mul_pd(half, _mm256_add_pd(_mm256_add_pd(a0, a1), a2)), zero);
+    const __m256d t2 = _mm256_add_pd(_mm256_mul_pd(half, _mm256_add_pd(_mm256_sub_pd(a0, a1), a2)), zero);
+    const __m256d t3 = _mm256_add_pd(a2, zero);
+    store8_fp16(t0, t1, out + 32 * i, saturate);
+    store8_fp16(t2, t3, out + 32 * i + 16, saturate);
+  }
+}
+
 #endif
+
 
 // Where the four lanes of a 4-channel block read from: source channel and stride phase.
 // Computed once per block (integer division is slow), shared by every kernel.
@@ -231,6 +300,16 @@ Lanes lanes_of(const WinogradSpec& sp, int64_t c0) {
 // One 4x4x4 cube (4 channels of kernel k), lanes c fastest, then s, then r.
 template <WgSource S, WgTarget T, IntRounding M>
 void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, char* dst) {
+#ifdef NPUPACK_WG_F16C
+  if constexpr (T == WgTarget::F16 && (S == WgSource::F16 || S == WgSource::F32 || S == WgSource::F64)) {
+    constexpr int64_t eb = tap_bytes<S>();
+    if (L.plain && sp.stride[3] == eb && sp.stride[2] == 3 * eb && sp.fp16_rounding == Fp16Rounding::NearestEven &&
+        has_f16c()) {
+      cube_fp16_avx2<S>(src + k * sp.stride[0] + L.c[0] * sp.stride[1], sp.stride[1], dst, sp.saturate);
+      return;
+    }
+  }
+#endif
   double g[9][4];
   for (int l = 0; l < 4; ++l) {
     const char* base = src + k * sp.stride[0] + L.c[l] * sp.stride[1];
