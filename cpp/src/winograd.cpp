@@ -201,23 +201,25 @@ __attribute__((target("avx2,f16c"))) void fp16_cube_f16c(const double* t, uint16
 
 bool has_f16c() { return cpu().avx2 && cpu().f16c; }
 
-// The 9 taps of one channel stored back to back as binary16: 8 converted by F16C (half -> float
-// -> double is exact) and the ninth by bit assembly.
-__attribute__((target("avx,f16c"))) void load9_f16c(const char* p, double out[9]) {
-  const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
-  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
-  uint16_t last;
-  std::memcpy(&last, p + 16, 2);
-  out[8] = half_to_double(last);
-}
 template <WgSource S>
-constexpr int64_t tap_bytes() { return S == WgSource::F16 ? 2 : S == WgSource::F32 ? 4 : 8; }
+constexpr int64_t tap_bytes() {
+  return S == WgSource::I8 || S == WgSource::U8 ? 1 : S == WgSource::F32 ? 4 : S == WgSource::F64 ? 8 : 2;
+}
 
 // The 9 taps of one channel, back to back in the source, as doubles: taps 0-3, 4-7 and 8.
 template <WgSource S>
 __attribute__((target("avx2,f16c"))) inline void load_taps(const char* p, __m256d& lo, __m256d& hi, double& last) {
-  if constexpr (S == WgSource::F16) {
+  if constexpr (S == WgSource::I8 || S == WgSource::U8) {  // 8 of the 9 bytes, widened exactly
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m256i w = S == WgSource::I8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+    lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(w));
+    hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(w, 1));
+  } else if constexpr (S == WgSource::I16 || S == WgSource::U16) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m256i w = S == WgSource::I16 ? _mm256_cvtepi16_epi32(h) : _mm256_cvtepu16_epi32(h);
+    lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(w));
+    hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(w, 1));
+  } else if constexpr (S == WgSource::F16) {
     const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
     hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
@@ -242,13 +244,14 @@ __attribute__((target("avx2"))) inline void transpose4(const __m256d r[4], __m25
   c[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
-// One fp16 cube of four consecutive channels (lane l at base + l * cstride, taps back to back)
-// entirely in registers: the same operations, in the same order, as transform4 and
-// fp16_cube_f16c (the scalar path keeps its g / t arrays in memory, and reading them as vectors
-// right after scalar writes stalled on store forwarding).
-template <WgSource S>
-__attribute__((target("avx2,f16c"))) void cube_fp16_avx2(const char* base, int64_t cstride, char* out,
-                                                          bool saturate) {
+// One cube of four consecutive channels (lane l at base + l * cstride, taps back to back) with
+// the transform in registers: the same operations, in the same order, as transform4 (the scalar
+// path keeps g in memory, and reading it as vectors right after scalar writes stalled on store
+// forwarding). fp16 targets are rounded from the registers as fp16_cube_f16c does; integer
+// targets go through round_cube from whole-vector stores.
+template <WgSource S, WgTarget T, IntRounding M>
+__attribute__((target("avx2,f16c"))) void cube_avx2(const char* base, int64_t cstride, char* out, bool saturate,
+                                                     double scale) {
   __m256d lo[4], hi[4], g[9];
   double last[4];
   for (int l = 0; l < 4; ++l) load_taps<S>(base + l * cstride, lo[l], hi[l], last[l]);
@@ -264,19 +267,34 @@ __attribute__((target("avx2,f16c"))) void cube_fp16_avx2(const char* base, int64
     a[6 + j] = _mm256_mul_pd(half, _mm256_add_pd(_mm256_sub_pd(g0, g1), g2));
     a[9 + j] = g2;
   }
+  alignas(32) double tv[64];
   for (int i = 0; i < 4; ++i) {  // row i of t = a G^T, + 0.0 makes computed zeros +0
     const __m256d a0 = a[3 * i], a1 = a[3 * i + 1], a2 = a[3 * i + 2];
     const __m256d t0 = _mm256_add_pd(a0, zero);
     const __m256d t1 = _mm256_add_pd(_mm256_mul_pd(half, _mm256_add_pd(_mm256_add_pd(a0, a1), a2)), zero);
     const __m256d t2 = _mm256_add_pd(_mm256_mul_pd(half, _mm256_add_pd(_mm256_sub_pd(a0, a1), a2)), zero);
     const __m256d t3 = _mm256_add_pd(a2, zero);
-    store8_fp16(t0, t1, out + 32 * i, saturate);
-    store8_fp16(t2, t3, out + 32 * i + 16, saturate);
+    if constexpr (T == WgTarget::F16) {
+      store8_fp16(t0, t1, out + 32 * i, saturate);
+      store8_fp16(t2, t3, out + 32 * i + 16, saturate);
+    } else {
+      _mm256_store_pd(tv + 16 * i, t0);
+      _mm256_store_pd(tv + 16 * i + 4, t1);
+      _mm256_store_pd(tv + 16 * i + 8, t2);
+      _mm256_store_pd(tv + 16 * i + 12, t3);
+    }
+  }
+  if constexpr (T == WgTarget::I8) {
+    int8_t vals[64];
+    round_cube<M>(tv, scale, vals);
+    std::memcpy(out, vals, sizeof vals);
+  } else if constexpr (T == WgTarget::I16) {
+    int16_t vals[64];
+    round_cube<M>(tv, scale, vals);
+    std::memcpy(out, vals, sizeof vals);
   }
 }
-
 #endif
-
 
 // Where the four lanes of a 4-channel block read from: source channel and stride phase.
 // Computed once per block (integer division is slow), shared by every kernel.
@@ -301,29 +319,17 @@ Lanes lanes_of(const WinogradSpec& sp, int64_t c0) {
 template <WgSource S, WgTarget T, IntRounding M>
 void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, char* dst) {
 #ifdef NPUPACK_WG_F16C
-  if constexpr (T == WgTarget::F16 && (S == WgSource::F16 || S == WgSource::F32 || S == WgSource::F64)) {
-    constexpr int64_t eb = tap_bytes<S>();
-    if (L.plain && sp.stride[3] == eb && sp.stride[2] == 3 * eb && sp.fp16_rounding == Fp16Rounding::NearestEven &&
-        has_f16c()) {
-      cube_fp16_avx2<S>(src + k * sp.stride[0] + L.c[0] * sp.stride[1], sp.stride[1], dst, sp.saturate);
-      return;
-    }
+  constexpr int64_t eb = tap_bytes<S>();
+  if (L.plain && sp.stride[3] == eb && sp.stride[2] == 3 * eb &&
+      (T != WgTarget::F16 || sp.fp16_rounding == Fp16Rounding::NearestEven) && has_f16c()) {
+    cube_avx2<S, T, M>(src + k * sp.stride[0] + L.c[0] * sp.stride[1], sp.stride[1], dst, sp.saturate, sp.scale);
+    return;
   }
 #endif
   double g[9][4];
   for (int l = 0; l < 4; ++l) {
     const char* base = src + k * sp.stride[0] + L.c[l] * sp.stride[1];
     if (L.plain) {
-#ifdef NPUPACK_WG_F16C
-      if constexpr (S == WgSource::F16) {
-        if (sp.stride[3] == 2 && sp.stride[2] == 6 && has_f16c()) {
-          double taps[9];
-          load9_f16c(base, taps);
-          for (int j = 0; j < 9; ++j) g[j][l] = taps[j];
-          continue;
-        }
-      }
-#endif
       for (int r = 0; r < 3; ++r) {
         for (int s = 0; s < 3; ++s) g[3 * r + s][l] = load<S>(base + r * sp.stride[2] + s * sp.stride[3]);
       }
