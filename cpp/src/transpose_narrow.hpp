@@ -32,13 +32,17 @@ namespace narrow {
 //
 // Fixed, when not 0, is the stride known at compile time (rows back to back: the common case of a
 // contiguous source), so every row address is the block start plus a constant.
-template <bool Ends, int64_t Fixed = 0>
+//
+// Last, when not -1, is `last` known at compile time: the block that holds the matrix's last row
+// is the final one, which over_rows places to end at that row, so the row is the block's last
+// (and the per-row checks fold away).
+template <bool Ends, int64_t Fixed = 0, int Last = -1>
 struct Rows {
   const char* first;
   int64_t stride;
   int last;
   const char* operator()(int k) const { return first + k * (Fixed ? Fixed : stride); }
-  bool is_last(int k) const { return Ends && k == last; }
+  bool is_last(int k) const { return Ends && k == (Last >= 0 ? Last : last); }
 };
 
 // The rows of a strided matrix: block<N, Width, Fixed>(r, f) calls f(Rows) for rows r..r+N-1
@@ -54,11 +58,13 @@ struct RowReader {
     const bool ends = (r + N - 1) * stride + Width > (rows - 1) * stride + row_bytes;
     const int last = static_cast<int>(rows - 1 - r);
     if (stride == Fixed) {
-      if (ends) f(Rows<true, Fixed>{first, stride, last});
-      else f(Rows<false, Fixed>{first, stride, -1});
+      if (!ends) f(Rows<false, Fixed>{first, stride, -1});
+      else if (last == N - 1) f(Rows<true, Fixed, N - 1>{first, stride, last});
+      else f(Rows<true, Fixed>{first, stride, last});
     } else {
-      if (ends) f(Rows<true>{first, stride, last});
-      else f(Rows<false>{first, stride, -1});
+      if (!ends) f(Rows<false>{first, stride, -1});
+      else if (last == N - 1) f(Rows<true, 0, N - 1>{first, stride, last});
+      else f(Rows<true>{first, stride, last});
     }
   }
 };
@@ -84,8 +90,8 @@ inline void over_rows(int64_t rows, int64_t rb, Block block) {
 
 // 16 bytes from row k, whose first `Bytes` (9..16) are the row's; for the last row the read ends
 // at its last byte (SSE2, so every instruction set may use it).
-template <int Bytes, bool Ends, int64_t Fixed>
-__attribute__((always_inline)) inline __m128i load_row(const Rows<Ends, Fixed>& row, int k) {
+template <int Bytes, bool Ends, int64_t Fixed, int Last>
+__attribute__((always_inline)) inline __m128i load_row(const Rows<Ends, Fixed, Last>& row, int k) {
   if (row.is_last(k)) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k) + Bytes - 16));
     return _mm_srli_si128(v, 16 - Bytes);
@@ -106,8 +112,8 @@ struct V {
   NPUPACK_AI reg hi32(reg a, reg b) { return _mm_unpackhi_epi32(a, b); }
   NPUPACK_AI reg lo64(reg a, reg b) { return _mm_unpacklo_epi64(a, b); }
   NPUPACK_AI reg hi64(reg a, reg b) { return _mm_unpackhi_epi64(a, b); }
-  template <int Bytes, bool Ends, int64_t Fixed>
-  NPUPACK_AI reg load(const Rows<Ends, Fixed>& row, int k) { return load_row<Bytes>(row, k); }
+  template <int Bytes, bool Ends, int64_t Fixed, int Last>
+  NPUPACK_AI reg load(const Rows<Ends, Fixed, Last>& row, int k) { return load_row<Bytes>(row, k); }
   NPUPACK_AI void store(char* d, reg v) { _mm_storeu_si128(reinterpret_cast<reg*>(d), v); }
 };
 #include "transpose_network.inc"
@@ -132,8 +138,8 @@ struct V {
   // Lane 0 from a 32-byte read of row k (its upper half is discarded; row k + 16 lies further on,
   // so the read stays inside the matrix), lane 1 from a broadcast read of row k + 16, joined by a
   // blend: loads and a blend keep the shuffle ports free for the network.
-  template <int Bytes, bool Ends, int64_t Fixed>
-  NPUPACK_AI reg load(const Rows<Ends, Fixed>& row, int k) {
+  template <int Bytes, bool Ends, int64_t Fixed, int Last>
+  NPUPACK_AI reg load(const Rows<Ends, Fixed, Last>& row, int k) {
     const reg lo = _mm256_loadu_si256(reinterpret_cast<const reg*>(row(k)));
     if (row.is_last(k + 16)) return _mm256_inserti128_si256(lo, load_row<Bytes>(row, k + 16), 1);
     const reg hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k + 16))));
@@ -145,8 +151,8 @@ struct V {
 
 // 8 rows of 16-bit elements, NC (9..16) columns: lane 0 of a row register holds columns 0..7,
 // lane 1 columns 8..15, and one 8x8 network transposes both halves.
-template <int NC, bool Ends, int64_t Fixed, class DCur>
-__attribute__((always_inline)) inline void block_u16(const Rows<Ends, Fixed>& row, DCur d) {
+template <int NC, bool Ends, int64_t Fixed, int Last, class DCur>
+__attribute__((always_inline)) inline void block_u16(const Rows<Ends, Fixed, Last>& row, DCur d) {
   using R = V::reg;
   R a[8], out[8];
   for (int k = 0; k < 8; ++k) {
