@@ -142,9 +142,35 @@ def _format(pixel_format) -> PixelFormat:
 
 
 def pixel_line_strides(pixel_format, width: int, *, x_offset: int = 0, line_stride=None) -> tuple:
-    """Line stride of each plane in bytes (nvdla.md 4.4): ``roundup(pre + W * bpp, 32)`` by
-    default; a given stride (int, or one per plane) must be a multiple of 32 and at least
-    ``pre + W * bpp``. Raises LayoutError for a bad stride or an x offset out of range."""
+    """Line stride of each plane of an NVDLA pixel format, in bytes (nvdla.md 4.4, 15).
+
+    Parameters
+    ----------
+    pixel_format : str or PixelFormat
+        A name of :data:`PIXEL_FORMATS`.
+    width : int
+        Pixels per line (W).
+    x_offset : int
+        Redundant pixels before the first one (0 .. 32 // bpp - 1); plane 0 starts its lines
+        with ``x_offset * bpp`` bytes, a UV plane with ``(x_offset * bpp) % 32``.
+    line_stride : int or sequence of int, optional, bytes
+        One for every plane or one per plane; default ``roundup(pre + W * bpp, 32)``.
+
+    Returns
+    -------
+    tuple of int
+        One line stride per plane, bytes, each a multiple of 32 and at least ``pre + W * bpp``.
+
+    Raises
+    ------
+    LayoutError
+        W < 1, an x offset out of range, a stride not a multiple of 32 or too small, a wrong
+        number of strides.
+    TypeError
+        An x offset or stride that is not an integer.
+    ValueError
+        Unknown format.
+    """
     fmt = _format(pixel_format)
     if isinstance(x_offset, bool) or not isinstance(x_offset, (int, np.integer)):
         raise TypeError(f"x_offset: expected an integer, got {x_offset!r}")
