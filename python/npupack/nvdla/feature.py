@@ -180,17 +180,31 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
     ValueError
         Integer values that do not fit the target precision; a bad ``rounding``.
     """
-    arr = np.asarray(x)
-    _nchw(arr.shape, "x")
-    precision = infer_precision(arr.dtype, precision, config, "x")
-    layout = feature_layout(arr.shape, precision, config, line_stride=line_stride,
-                            surface_stride=surface_stride, batch_stride=batch_stride)
-    if out is not None:
-        check_out(out, layout.nbytes)
+    arr = x if type(x) is np.ndarray else np.asarray(x)
+    if line_stride is None and surface_stride is None and batch_stride is None and type(precision) in (str, type(None)):
+        # Default strides: shape, dtype and config decide everything, so the checks and the
+        # descriptor are looked up (compilers call this per tensor; it halves the per-call cost).
+        precision, layout = _default_layout(arr.shape, arr.dtype, precision, config)
+    else:
+        _nchw(arr.shape, "x")
+        precision = infer_precision(arr.dtype, precision, config, "x")
+        layout = feature_layout(arr.shape, precision, config, line_stride=line_stride,
+                                surface_stride=surface_stride, batch_stride=batch_stride)
+    buf = check_out(out, layout.nbytes)[:layout.nbytes] if out is not None else np.empty(layout.nbytes, np.uint8)
     elems = convert_elements(arr, precision, what="x", rounding=rounding, saturate=saturate)
     if elems.ndim == 3:
         elems = elems[np.newaxis]
-    return layout.pack(elems, out=out)
+    layout._pack_into(elems, buf)
+    return buf
+
+
+@lru_cache(maxsize=1024)
+def _default_layout(shape, dtype, precision, config: Config) -> tuple:
+    """(precision, descriptor) of a cube with default strides; errors as pack_feature's (an
+    exception is not cached, so bad input is checked again on every call)."""
+    _nchw(shape, "x")
+    precision = infer_precision(dtype, precision, config, "x")
+    return precision, feature_layout(shape, precision, config)
 
 
 def unpack_feature(buf, shape, dtype=None, *, config: Config = NV_FULL, precision: str | None = None,
