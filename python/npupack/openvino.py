@@ -21,7 +21,6 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile, _check_dtype
-from npupack.layout import check_out
 from npupack.openvino_table import LEFT_OUT, ROWS
 
 __all__ = ["FormatInfo", "formats", "parse_format", "parse_name", "layout", "nbytes", "packed_shape",
@@ -285,13 +284,23 @@ def pack(x, name: str, *, pad_lo=None, pad_hi=None, padding=None, pad_value=0, o
     TypeError
         Non-numeric dtype, ``out`` not uint8.
     """
-    arr = np.asarray(x)
-    lay, shape, lo, hi = _prepare(name, arr.shape, *_pads(padding, pad_lo, pad_hi))
-    dtype = _check_dtype(arr.dtype, "x")
-    bound = lay.bind(shape, dtype, pad_lo=lo, pad_hi=hi)
-    if out is not None:
-        check_out(out, bound.nbytes)
+    arr = x if type(x) is np.ndarray else np.asarray(x)
+    if padding is None and pad_lo is None and pad_hi is None and type(name) is str:
+        shape, bound = _unpadded(name, arr.shape, arr.dtype)
+    else:
+        lay, shape, lo, hi = _prepare(name, arr.shape, *_pads(padding, pad_lo, pad_hi))
+        bound = lay.bind(shape, _check_dtype(arr.dtype, "x"), pad_lo=lo, pad_hi=hi)
+    # BlockedLayout.pack checks `out` before it writes anything.
     return bound.pack(arr.reshape(shape), out=out, pad_value=pad_value)
+
+
+@lru_cache(maxsize=1024)
+def _unpadded(name: str, shape: tuple, dtype: np.dtype) -> tuple:
+    """(engine shape, descriptor) of an unpadded tensor: the format's rules and the descriptor
+    looked up once per (name, shape, dtype); errors are not cached, so bad input is reported
+    on every call, exactly as the general path reports it."""
+    lay, eshape, lo, hi = _prepare(name, shape, None, None)
+    return eshape, lay.bind(eshape, _check_dtype(dtype, "x"), pad_lo=lo, pad_hi=hi)
 
 
 def unpack(buf, name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=None, check_padding=False,
