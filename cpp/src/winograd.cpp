@@ -66,29 +66,30 @@ inline double load(const char* p) {
   return 0.0;
 }
 
+// Four channels side by side (one lane each). GCC/Clang vector arithmetic: in the baseline build
+// it becomes SSE2 pairs, inlined into the AVX2 cube it becomes one 256-bit operation.
+using Lanes4 = double __attribute__((vector_size(32)));
+
 // t = G g G^T with G = [[1,0,0],[.5,.5,.5],[.5,-.5,.5],[0,0,1]] for four channels at once
-// (g[j][lane], t[i][lane]: the lane loops vectorise). Scaling by 0.5 is exact, so this is the
+// (g[j] = tap j, t[i] = output i, one channel per lane). Scaling by 0.5 is exact, so this is the
 // matrix product whatever the association; zero results are made +0 (`+ 0.0`) because the sign
-// of a computed zero depends only on the evaluation order (nvdla.md 9.4).
-inline void transform4(const double g[9][4], double t[16][4]) {
-  double a[12][4];  // a = G g, 4x3
+// of a computed zero depends only on the evaluation order (nvdla.md 9.4). The one definition of
+// the arithmetic, for every path.
+__attribute__((always_inline)) inline void transform4(const Lanes4 g[9], Lanes4 t[16]) {
+  Lanes4 a[12];  // a = G g, 4x3
   for (int j = 0; j < 3; ++j) {
-    for (int l = 0; l < 4; ++l) {
-      const double g0 = g[j][l], g1 = g[3 + j][l], g2 = g[6 + j][l];
-      a[j][l] = g0;
-      a[3 + j][l] = 0.5 * (g0 + g1 + g2);
-      a[6 + j][l] = 0.5 * (g0 - g1 + g2);
-      a[9 + j][l] = g2;
-    }
+    const Lanes4 g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+    a[j] = g0;
+    a[3 + j] = 0.5 * (g0 + g1 + g2);
+    a[6 + j] = 0.5 * (g0 - g1 + g2);
+    a[9 + j] = g2;
   }
   for (int i = 0; i < 4; ++i) {
-    for (int l = 0; l < 4; ++l) {
-      const double a0 = a[3 * i][l], a1 = a[3 * i + 1][l], a2 = a[3 * i + 2][l];
-      t[4 * i][l] = a0 + 0.0;
-      t[4 * i + 1][l] = 0.5 * (a0 + a1 + a2) + 0.0;
-      t[4 * i + 2][l] = 0.5 * (a0 - a1 + a2) + 0.0;
-      t[4 * i + 3][l] = a2 + 0.0;
-    }
+    const Lanes4 a0 = a[3 * i], a1 = a[3 * i + 1], a2 = a[3 * i + 2];
+    t[4 * i] = a0 + 0.0;
+    t[4 * i + 1] = 0.5 * (a0 + a1 + a2) + 0.0;
+    t[4 * i + 2] = 0.5 * (a0 - a1 + a2) + 0.0;
+    t[4 * i + 3] = a2 + 0.0;
   }
 }
 
@@ -161,6 +162,21 @@ inline void round_cube(const double* t, double scale, Q* out) {
   for (int i = 0; i < 64; ++i) out[i] = static_cast<Q>(round_one<M>(t[i], scale, lo, hi));
 }
 #endif
+
+// An integer cube: the 64 transformed values (element order i*4 + lane = the cube's memory
+// order) rounded and stored at dst.
+template <WgTarget T, IntRounding M>
+inline void store_int_cube(const double* tv, double scale, char* dst) {
+  if constexpr (T == WgTarget::I8) {
+    int8_t vals[64];
+    round_cube<M>(tv, scale, vals);
+    std::memcpy(dst, vals, sizeof vals);
+  } else {
+    int16_t vals[64];
+    round_cube<M>(tv, scale, vals);
+    std::memcpy(dst, vals, sizeof vals);
+  }
+}
 
 #if defined(__x86_64__) || defined(__i386__)
 #define NPUPACK_WG_F16C 1
@@ -244,54 +260,29 @@ __attribute__((target("avx2"))) inline void transpose4(const __m256d r[4], __m25
   c[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
-// One cube of four consecutive channels (lane l at base + l * cstride, taps back to back) with
-// the transform in registers: the same operations, in the same order, as transform4 (the scalar
-// path keeps g in memory, and reading it as vectors right after scalar writes stalled on store
-// forwarding). fp16 targets are rounded from the registers as fp16_cube_f16c does; integer
-// targets go through round_cube from whole-vector stores.
+// One cube of four consecutive channels (lane l at base + l * cstride, taps back to back), kept
+// in registers: the taps are loaded whole and transposed into lanes (the scalar path assembles
+// them element by element in memory, and reading them as vectors right after scalar writes
+// stalled on store forwarding). fp16 targets are rounded from the registers as fp16_cube_f16c
+// does; integer targets go through round_cube from whole-vector stores.
 template <WgSource S, WgTarget T, IntRounding M>
 __attribute__((target("avx2,f16c"))) void cube_avx2(const char* base, int64_t cstride, char* out, bool saturate,
                                                      double scale) {
-  __m256d lo[4], hi[4], g[9];
+  __m256d lo[4], hi[4], taps[8];
   double last[4];
   for (int l = 0; l < 4; ++l) load_taps<S>(base + l * cstride, lo[l], hi[l], last[l]);
-  transpose4(lo, g);
-  transpose4(hi, g + 4);
-  g[8] = _mm256_setr_pd(last[0], last[1], last[2], last[3]);
-  const __m256d half = _mm256_set1_pd(0.5), zero = _mm256_setzero_pd();
-  __m256d a[12];  // a = G g
-  for (int j = 0; j < 3; ++j) {
-    const __m256d g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
-    a[j] = g0;
-    a[3 + j] = _mm256_mul_pd(half, _mm256_add_pd(_mm256_add_pd(g0, g1), g2));
-    a[6 + j] = _mm256_mul_pd(half, _mm256_add_pd(_mm256_sub_pd(g0, g1), g2));
-    a[9 + j] = g2;
-  }
-  alignas(32) double tv[64];
-  for (int i = 0; i < 4; ++i) {  // row i of t = a G^T, + 0.0 makes computed zeros +0
-    const __m256d a0 = a[3 * i], a1 = a[3 * i + 1], a2 = a[3 * i + 2];
-    const __m256d t0 = _mm256_add_pd(a0, zero);
-    const __m256d t1 = _mm256_add_pd(_mm256_mul_pd(half, _mm256_add_pd(_mm256_add_pd(a0, a1), a2)), zero);
-    const __m256d t2 = _mm256_add_pd(_mm256_mul_pd(half, _mm256_add_pd(_mm256_sub_pd(a0, a1), a2)), zero);
-    const __m256d t3 = _mm256_add_pd(a2, zero);
-    if constexpr (T == WgTarget::F16) {
-      store8_fp16(t0, t1, out + 32 * i, saturate);
-      store8_fp16(t2, t3, out + 32 * i + 16, saturate);
-    } else {
-      _mm256_store_pd(tv + 16 * i, t0);
-      _mm256_store_pd(tv + 16 * i + 4, t1);
-      _mm256_store_pd(tv + 16 * i + 8, t2);
-      _mm256_store_pd(tv + 16 * i + 12, t3);
-    }
-  }
-  if constexpr (T == WgTarget::I8) {
-    int8_t vals[64];
-    round_cube<M>(tv, scale, vals);
-    std::memcpy(out, vals, sizeof vals);
-  } else if constexpr (T == WgTarget::I16) {
-    int16_t vals[64];
-    round_cube<M>(tv, scale, vals);
-    std::memcpy(out, vals, sizeof vals);
+  transpose4(lo, taps);
+  transpose4(hi, taps + 4);
+  Lanes4 g[9], t[16];
+  for (int j = 0; j < 8; ++j) g[j] = taps[j];
+  g[8] = Lanes4{last[0], last[1], last[2], last[3]};
+  transform4(g, t);
+  if constexpr (T == WgTarget::F16) {
+    for (int i = 0; i < 16; i += 2) store8_fp16(t[i], t[i + 1], out + 8 * i, saturate);
+  } else {
+    alignas(32) double tv[64];
+    std::memcpy(tv, t, sizeof tv);
+    store_int_cube<T, M>(tv, scale, out);
   }
 }
 #endif
@@ -326,7 +317,7 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
     return;
   }
 #endif
-  double g[9][4];
+  Lanes4 g[9] = {};
   for (int l = 0; l < 4; ++l) {
     const char* base = src + k * sp.stride[0] + L.c[l] * sp.stride[1];
     if (L.plain) {
@@ -335,7 +326,6 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
       }
       continue;
     }
-    for (int j = 0; j < 9; ++j) g[j][l] = 0.0;
     if (L.c[l] >= sp.c) continue;
     for (int r = 0; r < 3; ++r) {
       const int64_t rr = r * sp.sy + L.py[l];
@@ -347,9 +337,10 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
       }
     }
   }
-  double t[16][4];
+  Lanes4 t[16];
   transform4(g, t);
-  const double* tv = &t[0][0];  // element order i*4 + lane = the cube's memory order
+  alignas(32) double tv[64];  // element order i*4 + lane = the cube's memory order
+  std::memcpy(tv, t, sizeof tv);
   if constexpr (T == WgTarget::F16) {
     uint16_t vals[64];
 #ifdef NPUPACK_WG_F16C
@@ -361,14 +352,8 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
 #endif
     for (int i = 0; i < 64; ++i) vals[i] = fp16_from_double(tv[i], sp.fp16_rounding, sp.saturate);
     std::memcpy(dst, vals, sizeof vals);  // little-endian host: elements are stored LE
-  } else if constexpr (T == WgTarget::I8) {
-    int8_t vals[64];
-    round_cube<M>(tv, sp.scale, vals);
-    std::memcpy(dst, vals, sizeof vals);
   } else {
-    int16_t vals[64];
-    round_cube<M>(tv, sp.scale, vals);
-    std::memcpy(dst, vals, sizeof vals);
+    store_int_cube<T, M>(tv, sp.scale, dst);
   }
 }
 
