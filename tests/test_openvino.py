@@ -185,6 +185,32 @@ def test_double_blocked_on_large_spatial_extents(info, dtype):
         assert np.array_equal(ov.unpack(buf, info.name, shape, dtype, check_padding=True), x)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_weight_format_on_small_batch_activations(batch, dtype):
+    """os_is_yx_isv16_osv16 on activations of batch 1..3: one or two osv rows of each y*x
+    column's 16x16 block hold data. The engine fills each tile of blocks, scatters the valid
+    elements into it, and (outputs of 4 MiB and more) streams the tile out past the caches:
+    against the reference, with partial last tiles, and with a non-zero pad value."""
+    info = next(f for f in SUPPORTED if f.name == "os_is_yx_isv16_osv16")
+    rng = np.random.default_rng(batch)
+    for shape in [(batch, 32, 37, 61), (batch, 16, 9, 7), (batch, 48, 1, 1), (batch, 16, 131, 131)]:
+        x = rng.integers(1, 120, shape).astype(dtype)
+        buf = ov.pack(x, info.name)
+        assert np.array_equal(buf, ref_pack(info, x)), shape
+        assert np.array_equal(ov.unpack(buf, info.name, shape, dtype, check_padding=True), x)
+    assert ov.nbytes(info.name, (1, 16, 131, 131), np.int8) >= 4 << 20  # the streamed case
+    # A non-zero pad value, into a dirty out= buffer, both below and above the streaming size.
+    lay = ov.parse_format(info.name)
+    tiles = [(t.dim, t.size, None) for t in lay.tiles]
+    for shape in [(batch, 32, 41, 43), (batch, 16, 131, 131)]:
+        x = rng.integers(1, 120, shape).astype(dtype)
+        n = ov.nbytes(info.name, shape, dtype)
+        out = np.full(n + 1, 0xA5, np.uint8)[1:]  # misaligned: the streamed stores' head and tail
+        got = ov.pack(x, info.name, pad_value=-3, out=out)
+        assert np.array_equal(got, ref.pack_transpose(x, lay.logical, lay.outer, tiles, pad_value=-3)), shape
+
+
 def _index_coded(name, shape):
     x = (np.arange(int(np.prod(shape)), dtype=np.int32) + 1).reshape(shape)
     buf = ov.pack(x, name).view(np.int32)
