@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import npupack
 from npupack import LayoutError, UnsupportedError
 from npupack import openvino as ov
 from npupack.cli import main
@@ -183,6 +184,37 @@ def test_double_blocked_on_large_spatial_extents(info, dtype):
         buf = ov.pack(x, info.name)
         assert np.array_equal(buf, ref_pack(info, x)), shape
         assert np.array_equal(ov.unpack(buf, info.name, shape, dtype, check_padding=True), x)
+
+
+@pytest.mark.parametrize("info", DOUBLE_BLOCKED, ids=lambda f: f.name)
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_double_blocked_outputs_of_several_mib(info, dtype):
+    """Outputs of 4 MiB and more: where a block loop and the innermost tile make up each y*x
+    column's whole block, the engine builds tiles of blocks in a buffer and streams them out with
+    non-temporal stores, and skips the separate fill pass when the tiles cover every byte. A
+    dirty, misaligned out= buffer shows any byte left unwritten; one and two threads."""
+    rng = np.random.default_rng(2)
+    block = {d: 1 for d in info.layout.logical}
+    for t in info.layout.tiles:
+        block[t.dim] *= t.size
+    b, f = (block[d] for d in info.layout.logical[:2])
+    itemsize = np.dtype(dtype).itemsize
+    for bf in [(b, f), (1, f - 1), (b + 1, 3)]:
+        x_extent = -(-(9 << 19) // (itemsize * b * f * 31 * -(-bf[0] // b) * -(-bf[1] // f)))
+        shape = (*bf, 31, x_extent)
+        assert ov.nbytes(info.name, shape, dtype) >= 4 << 20
+        x = rng.integers(1, 120, shape).astype(dtype)
+        expected = ref_pack(info, x)
+        for threads in (1, 2):
+            out = np.full(expected.size + 1, 0xA5, np.uint8)[1:]
+            with npupack.num_threads(threads):
+                got = ov.pack(x, info.name, out=out)
+            assert np.array_equal(got, expected), (shape, threads)
+    if info.kind == "data":  # padding before blocking: whole blocks of it, which no tile visits
+        lo, hi = (b + 1, 2, 0, 0), (2, f + 1, 0, 0)
+        expected = ref_pack(info, x, lo, hi)
+        out = np.full(expected.size + 1, 0xA5, np.uint8)[1:]
+        assert np.array_equal(ov.pack(x, info.name, pad_lo=lo, pad_hi=hi, out=out), expected), "padded"
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])

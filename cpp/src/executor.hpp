@@ -79,6 +79,7 @@ class Executor {
     merge_contiguous();
     transpose_ = move_transpose_partner();
     if (transpose_ && !L.ragged()) group_transpose_columns();
+    tiles_ = plan_tile_blocks();
     idx_.assign(axes.size(), 0);
     base_.assign(dims.size(), 0);
     // Offsets are kept relative to padded coordinates; element (p - pad_lo) is logical index 0.
@@ -94,7 +95,7 @@ class Executor {
   // copy of the executor, over a sub-range): 0 when the plan has no independent outer loop.
   int64_t outer_steps() const {
     const size_t n = loops_.size();
-    if (n < 3 || (group_ > 1 && 1 + group_ >= n)) return 0;
+    if (n < 3 || (group_ > 1 && 1 + group_ >= n) || (tiles_ && n == 3)) return 0;  // tile_blocks runs loops_[0]
     return loops_[0].extent;
   }
 
@@ -238,6 +239,7 @@ class Executor {
   // writes those tails whole. pack() then skips the separate fill pass.
   bool fills_holes() {
     if (to_packed_ && row_gaps_possible()) return row_gaps_ = true;
+    if (tiles_ && tiles_cover_all()) return true;
     if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged()) return false;
     const auto& dims = L_.dims();
     const Loop& in = loops_.back();
@@ -416,52 +418,103 @@ class Executor {
     return true;
   }
 
-  // The loop just outside a transposed pair can, with the pair's packed-inner loop, make up the
-  // whole packed block of each x column, most of it holes (os_is_yx_isv16_osv16 on activations
-  // of batch 1: of each y*x column's 16x16 [isv][osv] block only one osv row is valid). One
-  // strided pass per b step would touch every cache line b times; instead, per tile of x: fill
-  // the tile's blocks with the pad value, transpose each valid `in` row's b x tile matrix into a
-  // small buffer, and scatter its elements to their slots, all while the tile is in L1. Pack
-  // only; taken when at most 1/8 of `in` is valid (measured: from batch 4 of 16 on, the
-  // transposes of whole osv rows win).
-  bool sparse_blocks(const Loop& b, int64_t loff, int64_t poff) {
+  // Whole-block tiles. The loop just outside a transposed pair can, with the pair's packed-inner
+  // loop, make up the whole packed block of each x column (os_is_yx_isv16_osv16 on activations:
+  // [isv][osv] is 256 contiguous bytes per y*x). Packing one strided pass per b step touches
+  // every cache line of the output b times. Instead, per tile of x, the blocks are built in a
+  // buffer whose holes are filled once (every tile writes the same slots) and copied out; above
+  // kStreamBytes with non-temporal stores, which need not read the lines in first. Two ways to
+  // build a tile: mostly holes (at most 1/8 of `in` valid: batch 1 or 2 of osv16), transpose each
+  // valid `in` row's b x tile matrix and scatter it to its slots; otherwise one transpose per
+  // valid b step, as inner_pair does. Taken for blocks that are mostly holes: at most 1/8 of `in`
+  // valid, or an output of kStreamBytes or more with at most a quarter of each block valid
+  // ((8,3,224,224) in os_is_yx_isv16_osv16: 3 x 8 of 16 x 16). Denser blocks gained nothing
+  // measurable and keep tiled_pairs. Decided once per plan (tiles_): fills_holes relies on it.
+  bool plan_tile_blocks() const {
+    const size_t n = loops_.size();
+    if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged() || n < 3) return false;
+    const Loop& b = loops_[n - 3];
+    const Loop& x = loops_[n - 2];
+    const Loop& in = loops_[n - 1];
+    if (b.dim == in.dim || b.pstep != in.extent * eb_ || b.extent * b.pstep != x.pstep) return false;
+    if (x.pstep > kTileBlockBytes) return false;
+    // The valid part of a block as far as the dims' extents tell (a dim shorter than its tile).
+    const auto valid = [&](const Loop& lp) { return std::min(L_.dims()[lp.dim].extent, lp.extent); };
+    if (L_.nbytes() >= kStreamBytes && 4 * valid(b) * valid(in) <= b.extent * in.extent) return true;
+    return b.exact && single_level(in) && 8 * valid(in) <= in.extent;
+  }
+
+  // The loop is the one tile of a dim without padding before blocking: its outer count is then
+  // ceil(extent / tile), every outer block is visited, and only the last is partial.
+  bool single_level(const Loop& lp) const {
+    const auto& d = L_.dims()[lp.dim];
+    const int64_t storage = d.storage ? d.storage : d.pad_lo + d.extent;
+    return d.tiles.size() == 1 && d.pad_lo == 0 && storage == d.extent && L_.axes()[lp.axis].level == 1;
+  }
+
+  // tiles_ and every packed byte lies in a block that tile_blocks writes whole: b's and in's dims
+  // have no padding before blocking, every other loop is exact or the outer count of those two
+  // dims, and no stride leaves gaps.
+  bool tiles_cover_all() const {
+    const size_t n = loops_.size();
+    const Loop& b = loops_[n - 3];
+    const Loop& in = loops_[n - 1];
+    if (!single_level(b) || !single_level(in)) return false;
+    for (size_t i = 0; i + 3 < n; ++i) {
+      const Loop& lp = loops_[i];
+      if (!lp.exact && lp.dim != b.dim && lp.dim != in.dim) return false;
+    }
+    int64_t blocked = eb_;
+    for (const auto& ax : L_.axes()) blocked *= ax.extent;
+    return blocked == L_.nbytes();
+  }
+
+  void tile_blocks(const Loop& b, int64_t loff, int64_t poff) {
     const Loop& x = loops_[loops_.size() - 2];
     const Loop& in = loops_.back();
-    if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged() || !b.exact || b.dim == in.dim) return false;
-    if (b.pstep != in.extent * eb_ || b.extent * b.pstep != x.pstep) return false;
-    const Range rin = range(in);
-    if (8 * rin.n() > in.extent) return false;
-    const int64_t tile = std::min(x.extent, std::max<int64_t>(8, kSparseTileBytes / x.pstep));
+    const Range rin = range(in), rb = range(b);
+    const int64_t nin = rin.n(), room = in.extent - rin.lo;
+    const bool scattered = b.exact && 8 * nin <= in.extent;
+    const int64_t tile_bytes = scattered ? kBlockTileBytes : kRowTileBytes;
+    const int64_t tile = std::min(x.extent, std::max<int64_t>(8, tile_bytes / x.pstep));
     const bool zero = zero_pad();
-    if (!zero) pad_rows(1, tile * x.pstep / eb_);
-    scratch_.resize(static_cast<size_t>(tile * b.extent * eb_));
-    // A large output goes through an L1 buffer and out with non-temporal stores: written once,
-    // its lines need not be read in first (the per-tile fill was otherwise the main cost).
-    // Every tile rewrites the same slots, so the buffer's holes are filled once.
-    const bool stream = L_.nbytes() >= kStreamBytes;
+    pad_rows(room, tile * x.pstep / eb_);  // pad_row_ also serves the fill
+    if (scattered) scratch_.resize(static_cast<size_t>(tile * b.extent * eb_));
     auto fill = [&](char* p, int64_t bytes) {
       if (zero) std::memset(p, 0, static_cast<size_t>(bytes));
       else std::memcpy(p, pad_row_.data(), static_cast<size_t>(bytes));
     };
-    if (stream) {
-      tile_buf_.resize(static_cast<size_t>(tile * x.pstep));
-      fill(tile_buf_.data(), tile * x.pstep);
-    }
+    const bool stream = L_.nbytes() >= kStreamBytes;
+    tile_buf_.resize(static_cast<size_t>(tile * x.pstep));
+    fill(tile_buf_.data(), tile * x.pstep);
+    char* const buf = tile_buf_.data();
     for (int64_t t = 0; t < x.extent; t += tile) {
       const int64_t nx = std::min(tile, x.extent - t);
-      char* const dst = pout_ + poff + t * x.pstep;
-      char* const buf = stream ? tile_buf_.data() : dst;
-      if (!stream) fill(buf, nx * x.pstep);
-      for (int64_t j = rin.lo; j < rin.hi; ++j) {
-        transpose(lin_ + loff + j * in.lstep + t * x.lstep, b.lstep, scratch_.data(), b.extent * eb_, b.extent, nx,
-                  eb_);
-        // The slots of all columns form one sequence at a step of b.pstep (x.pstep = b.extent * b.pstep).
-        scatter(scratch_.data(), buf + j * eb_, b.pstep, b.extent * nx);
+      const char* const src = lin_ + loff + t * x.lstep;
+      if (scattered) {
+        for (int64_t j = rin.lo; j < rin.hi; ++j) {
+          transpose(src + j * in.lstep, b.lstep, scratch_.data(), b.extent * eb_, b.extent, nx, eb_);
+          // The slots of all columns form one sequence at a step of b.pstep (x.pstep = b.extent * b.pstep).
+          scatter(scratch_.data(), buf + j * eb_, b.pstep, b.extent * nx);
+        }
+      } else {
+        for (int64_t i = rb.lo; i < rb.hi; ++i) {
+          const char* const rows = src + i * b.lstep + rin.lo * in.lstep;
+          char* const d = buf + i * b.pstep + rin.lo * eb_;
+          if (nin == room) {
+            transpose(rows, in.lstep, d, x.pstep, nin, nx, eb_);
+            continue;
+          }
+          // Rows past the valid ones read pad values, so that SIMD blocks apply to short rows.
+          for (int64_t r = 0; r < nin; ++r) row_ptrs_[static_cast<size_t>(r)] = rows + r * in.lstep;
+          transpose_from_ptrs(row_ptrs_.data(), d, x.pstep, room, nx, eb_);
+        }
       }
+      char* const dst = pout_ + poff + t * x.pstep;
       if (stream) stream_copy(dst, buf, nx * x.pstep);
+      else std::memcpy(dst, buf, static_cast<size_t>(nx * x.pstep));
     }
     if (stream) stream_fence();
-    return true;
   }
 
   // n elements from src (contiguous) to dst at a step of `step` bytes.
@@ -527,9 +580,11 @@ class Executor {
       return;
     }
     const Loop& lp = loops_[li];
-    if (li + 3 == n && (sparse_blocks(lp, loff, poff) || tiled_pairs(lp, loff, poff) || batch_pairs(lp, loff, poff))) {
+    if (li + 3 == n && tiles_) {
+      tile_blocks(lp, loff, poff);
       return;
     }
+    if (li + 3 == n && (tiled_pairs(lp, loff, poff) || batch_pairs(lp, loff, poff))) return;
     const Range r = range(lp);
     const int64_t ps = pstride(lp);
     const int64_t saved = base_[lp.dim];
@@ -551,14 +606,17 @@ class Executor {
   bool row_gaps_ = false;              // pack zeroes the gaps between rows itself
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
-  std::vector<char> scratch_;          // sparse_blocks: one transposed b x tile matrix
-  std::vector<char> tile_buf_;         // sparse_blocks: one tile of packed blocks (streamed out)
+  bool tiles_ = false;                 // tile_blocks runs the loop outside the pair
+  std::vector<char> scratch_;          // tile_blocks: one transposed b x tile matrix
+  std::vector<char> tile_buf_;         // tile_blocks: one tile of packed blocks
   std::vector<Loop> loops_;
   bool transpose_ = false;
   static constexpr int64_t kGroupBytes = 64 * 1024;
   static constexpr int64_t kTileBytes = 256 * 1024;  // packed bytes of one x tile (tiled_pairs)
-  static constexpr int64_t kSparseTileBytes = 16 * 1024;  // sparse_blocks: packed bytes of one x tile
-  static constexpr int64_t kStreamBytes = 4 << 20;         // sparse_blocks: outputs streamed past the caches
+  static constexpr int64_t kBlockTileBytes = 16 * 1024;      // tile_blocks: packed bytes of one x tile
+  static constexpr int64_t kRowTileBytes = 64 * 1024;        // the same, one transpose per b step
+  static constexpr int64_t kTileBlockBytes = 4096;       // tile_blocks: largest block of one x column
+  static constexpr int64_t kStreamBytes = 4 << 20;       // tile_blocks: outputs streamed past the caches
   Range x_tile_{0, 0};              // tiled_pairs: the x columns inner_pair runs (hi 0: all)
   size_t group_ = 0;                // loops transposed together before the innermost (0: none)
   std::vector<int64_t> col_poff_;   // packed offset of each column of the group
