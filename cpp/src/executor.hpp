@@ -218,6 +218,16 @@ class Executor {
     }
   }
 
+  // nin logical rows (`lstep` apart) of nx elements to nx packed columns of `room` elements
+  // (`dstride` apart). Rows nin..room-1 read the row of pad values set up by pad_rows(room, >= nx):
+  // writing the block whole lets the SIMD blocks apply even to 3 rows.
+  void pack_columns(const char* rows, int64_t lstep, int64_t nin, int64_t room, char* dst, int64_t dstride,
+                    int64_t nx) {
+    if (nin == room) return transpose(rows, lstep, dst, dstride, nin, nx, eb_);
+    for (int64_t r = 0; r < nin; ++r) row_ptrs_[static_cast<size_t>(r)] = rows + r * lstep;
+    transpose_from_ptrs(row_ptrs_.data(), dst, dstride, room, nx, eb_);
+  }
+
   // row_ptrs_ = `room` rows all pointing at a row of pad values (the caller sets the valid ones).
   void pad_rows(int64_t room, int64_t cols) {
     if (static_cast<int64_t>(pad_row_.size()) < cols * eb_) {
@@ -347,11 +357,10 @@ class Executor {
       if (to_packed_ && nin < room && !L_.ragged()) {
         // A short last block of a padded layout (3-channel images, C % atom != 0): its rows
         // after the last valid one are holes (in a ragged layout they would be the next block),
-        // so read them from a row of pad values and write the whole block. SIMD
-        // blocks then apply even to 3 rows, and the holes need no separate fill (fills_holes).
+        // so write the whole block, those rows from pad values; the holes then need no
+        // separate fill (fills_holes).
         pad_rows(room, nx);
-        for (int64_t r = 0; r < nin; ++r) row_ptrs_[static_cast<size_t>(r)] = lin_ + loff + r * in.lstep;
-        transpose_from_ptrs(row_ptrs_.data(), pout_ + poff, psx, room, nx, eb_);
+        pack_columns(lin_ + loff, in.lstep, nin, room, pout_ + poff, psx, nx);
         return;
       }
       if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
@@ -422,14 +431,14 @@ class Executor {
   // loop, make up the whole packed block of each x column (os_is_yx_isv16_osv16 on activations:
   // [isv][osv] is 256 contiguous bytes per y*x). Packing one strided pass per b step touches
   // every cache line of the output b times. Instead, per tile of x, the blocks are built in a
-  // buffer whose holes are filled once (every tile writes the same slots) and copied out; above
-  // kStreamBytes with non-temporal stores, which need not read the lines in first. Two ways to
-  // build a tile: mostly holes (at most 1/8 of `in` valid: batch 1 or 2 of osv16), transpose each
-  // valid `in` row's b x tile matrix and scatter it to its slots; otherwise one transpose per
-  // valid b step, as inner_pair does. Taken for blocks that are mostly holes: at most 1/8 of `in`
-  // valid, or an output of kStreamBytes or more with at most a quarter of each block valid
-  // ((8,3,224,224) in os_is_yx_isv16_osv16: 3 x 8 of 16 x 16). Denser blocks gained nothing
-  // measurable and keep tiled_pairs. Decided once per plan (tiles_): fills_holes relies on it.
+  // buffer whose holes are filled once (every tile writes the same slots) and copied out; from
+  // kStreamBytes on with non-temporal stores, which need not read the lines in first. A tile is
+  // built by scatter when at most 1/8 of `in` is valid (batch 1 or 2 of osv16: transpose each
+  // valid `in` row's b x tile matrix, scatter it to its slots), else by one pack_columns per
+  // valid b step. Taken only for blocks that are mostly holes: at most 1/8 of `in` valid, or an
+  // output of kStreamBytes or more with at most a quarter of each block valid ((8,3,224,224) in
+  // os_is_yx_isv16_osv16: 3 x 8 of 16 x 16); denser blocks gained nothing measurable and keep
+  // tiled_pairs. Decided once per plan (tiles_), as fills_holes relies on it.
   bool plan_tile_blocks() const {
     const size_t n = loops_.size();
     if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged() || n < 3) return false;
@@ -499,15 +508,8 @@ class Executor {
         }
       } else {
         for (int64_t i = rb.lo; i < rb.hi; ++i) {
-          const char* const rows = src + i * b.lstep + rin.lo * in.lstep;
-          char* const d = buf + i * b.pstep + rin.lo * eb_;
-          if (nin == room) {
-            transpose(rows, in.lstep, d, x.pstep, nin, nx, eb_);
-            continue;
-          }
-          // Rows past the valid ones read pad values, so that SIMD blocks apply to short rows.
-          for (int64_t r = 0; r < nin; ++r) row_ptrs_[static_cast<size_t>(r)] = rows + r * in.lstep;
-          transpose_from_ptrs(row_ptrs_.data(), d, x.pstep, room, nx, eb_);
+          pack_columns(src + i * b.lstep + rin.lo * in.lstep, in.lstep, nin, room, buf + i * b.pstep + rin.lo * eb_,
+                       x.pstep, nx);
         }
       }
       char* const dst = pout_ + poff + t * x.pstep;
