@@ -217,6 +217,27 @@ def test_double_blocked_outputs_of_several_mib(info, dtype):
         assert np.array_equal(ov.pack(x, info.name, pad_lo=lo, pad_hi=hi, out=out), expected), "padded"
 
 
+@pytest.mark.parametrize("name", ["b_fs_yx_fsv8", "b_fs_yx_fsv16", "b_fs_yx_fsv32"])
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_blocked_outputs_past_the_caches(name, dtype):
+    """Outputs of 16 MiB and more: where packed columns are back to back and 16 or 32 bytes, the
+    engine writes them with non-temporal stores and prefetches the rows. Against the reference:
+    y*x not a multiple of the kernels' 8 or 64 columns, a partial last channel block, an aligned
+    and a misaligned (unstreamed) out= buffer, one and two threads."""
+    info = next(f for f in SUPPORTED if f.name == name)
+    rng = np.random.default_rng(3)
+    fsv = info.layout.tiles[-1].size
+    shape = (2, 2 * fsv + 3, 409, 2 * (16 << 20) // (2 * 2 * fsv * 409 * np.dtype(dtype).itemsize) + 5)
+    assert ov.nbytes(name, shape, dtype) >= 16 << 20
+    x = rng.integers(1, 120, shape).astype(dtype)
+    expected = ref_pack(info, x)
+    for offset, threads in [(0, 1), (64, 2), (1, 1)]:
+        out = np.full(expected.size + offset, 0xA5, np.uint8)[offset:]
+        with npupack.num_threads(threads):
+            got = ov.pack(x, name, out=out)
+        assert np.array_equal(got, expected), (offset, threads)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])
 @pytest.mark.parametrize("batch", [1, 2, 3])
 def test_weight_format_on_small_batch_activations(batch, dtype):

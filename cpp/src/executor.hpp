@@ -80,6 +80,8 @@ class Executor {
     transpose_ = move_transpose_partner();
     if (transpose_ && !L.ragged()) group_transpose_columns();
     tiles_ = plan_tile_blocks();
+    // Outputs this large do not stay in the caches for a reader anyway.
+    stream_ = to_packed_ && L.nbytes() >= kStreamAllBytes;
     idx_.assign(axes.size(), 0);
     base_.assign(dims.size(), 0);
     // Offsets are kept relative to padded coordinates; element (p - pad_lo) is logical index 0.
@@ -89,6 +91,7 @@ class Executor {
   void run(const char* logical_in, char* logical_out, const char* packed_in, char* packed_out) {
     lin_ = logical_in; lout_ = logical_out; pin_ = packed_in; pout_ = packed_out;
     rec(0, origin_, 0);
+    if (stream_) stream_fence();
   }
 
   // Iterations of the outermost loop that may run on separate threads (each thread on its own
@@ -111,6 +114,7 @@ class Executor {
       enter(lp, i, saved);
       rec(1, origin_ + i * lp.lstep, i * ps);
     }
+    if (stream_) stream_fence();
   }
 
  private:
@@ -363,7 +367,8 @@ class Executor {
         pack_columns(lin_ + loff, in.lstep, nin, room, pout_ + poff, psx, nx);
         return;
       }
-      if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
+      if (to_packed_ && stream_) transpose_stream(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
+      else if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
       else transpose(pin_ + poff, psx, lout_ + loff, in.lstep, nx, nin, eb_);
       return;
     }
@@ -419,7 +424,11 @@ class Executor {
     if (to_packed_ && rin.n() < in.extent - rin.lo) return false;
     loff += rin.lo * in.lstep;
     poff += rin.lo * eb_;
-    if (to_packed_) {
+    if (to_packed_ && stream_) {
+      for (int64_t i = 0; i < b.extent; ++i) {
+        transpose_stream(lin_ + loff + i * b.lstep, in.lstep, pout_ + poff + i * b.pstep, x.pstep, rin.n(), rx.n(), eb_);
+      }
+    } else if (to_packed_) {
       transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, x.pstep, b.pstep, rin.n(), rx.n(), b.extent, eb_);
     } else {
       transpose_batch(pin_ + poff, x.pstep, b.pstep, lout_ + loff, in.lstep, b.lstep, rx.n(), rin.n(), b.extent, eb_);
@@ -609,6 +618,7 @@ class Executor {
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
   bool tiles_ = false;                 // tile_blocks runs the loop outside the pair
+  bool stream_ = false;                // inner_pair's transposes use transpose_stream
   std::vector<char> scratch_;          // tile_blocks: one transposed b x tile matrix
   std::vector<char> tile_buf_;         // tile_blocks: one tile of packed blocks
   std::vector<Loop> loops_;
@@ -619,6 +629,7 @@ class Executor {
   static constexpr int64_t kRowTileBytes = 64 * 1024;        // the same, one transpose per b step
   static constexpr int64_t kTileBlockBytes = 4096;       // tile_blocks: largest block of one x column
   static constexpr int64_t kStreamBytes = 4 << 20;       // tile_blocks: outputs streamed past the caches
+  static constexpr int64_t kStreamAllBytes = 16 << 20;   // inner_pair: outputs streamed past the caches
   Range x_tile_{0, 0};              // tiled_pairs: the x columns inner_pair runs (hi 0: all)
   size_t group_ = 0;                // loops transposed together before the innermost (0: none)
   std::vector<int64_t> col_poff_;   // packed offset of each column of the group

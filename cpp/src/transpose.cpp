@@ -19,11 +19,13 @@ namespace {
 // kernels are templates over these; at(i, j) gives a cursor for rows/columns i, i+1, ... (element
 // offset j inside them) whose [k] is row/column i+k, so the strided case compiles to the same
 // pointer arithmetic as a hand-written strided kernel.
-template <class P>
+// Stream: the destination is written with non-temporal stores (StreamOut; see transpose_stream).
+template <class P, bool Stream = false>
 struct StridedT {
   P base;
   int64_t stride;
   struct Cursor {
+    static constexpr bool kStream = Stream;
     P p;
     int64_t stride;
     P operator[](int64_t k) const { return p + k * stride; }
@@ -36,6 +38,7 @@ struct TableT {
   P base;
   const int64_t* off;
   struct Cursor {
+    static constexpr bool kStream = false;
     P p;
     const int64_t* off;
     P operator[](int64_t k) const { return p + off[k]; }
@@ -55,6 +58,7 @@ struct PtrRows {
 };
 using Strided = StridedT<const char*>;
 using StridedOut = StridedT<char*>;
+using StreamOut = StridedT<char*, true>;
 using Table = TableT<const char*>;
 using TableOut = TableT<char*>;
 
@@ -94,6 +98,12 @@ inline __m128i load8(const char* p) { return _mm_loadl_epi64(reinterpret_cast<co
 inline __m128i load16(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 inline void store8(char* p, __m128i v) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v); }
 inline void store16(char* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+// Column k of cursor d: a non-temporal store for a streamed destination.
+template <class Cur>
+inline void put16(const Cur& d, int64_t k, __m128i v) {
+  if constexpr (Cur::kStream) _mm_stream_si128(reinterpret_cast<__m128i*>(d[k]), v);
+  else store16(d[k], v);
+}
 
 // Eight rows (cursor s), 8 bytes each -> d[k] = (column 2k, column 2k+1), 8 bytes each.
 template <class Cur>
@@ -167,6 +177,36 @@ bool try_narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t 
   return eb == 2 && cpu().avx2 && narrow<NarrowKernel::U16Avx2>(row, col, rows, cols, 2, 8, b);
 }
 
+// 16x8 byte blocks (16 rows and more): each block writes 16 bytes to each of 8 columns.
+template <class SR, class DC>
+void blocks_u8_16x8(SR row, DC col, int64_t rows, int64_t cols) {
+  tile_2d<1>(row, col, rows, cols, 16, 8, [&](int64_t r, int64_t c) {
+    if constexpr (DC::Cursor::kStream) narrow::prefetch_rows<16, 64>(row.at(r, c), c);
+    __m128i top[4], bot[4];
+    tr8x8_u8(row.at(r, c), top);
+    tr8x8_u8(row.at(r + 8, c), bot);
+    const auto d = col.at(c, r);
+    for (int k = 0; k < 4; ++k) {
+      put16(d, 2 * k, _mm_unpacklo_epi64(top[k], bot[k]));
+      put16(d, 2 * k + 1, _mm_unpackhi_epi64(top[k], bot[k]));
+    }
+  });
+}
+
+// 8x8 blocks of 16-bit elements: each block writes 16 bytes to each of 8 columns.
+template <class SR, class DC>
+void blocks_u16_8x8(SR row, DC col, int64_t rows, int64_t cols) {
+  tile_2d<2>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
+    __m128i a[8], out[8];
+    const auto s = row.at(r, 2 * c);
+    if constexpr (DC::Cursor::kStream) narrow::prefetch_rows<8, 32>(s, c);
+    for (int k = 0; k < 8; ++k) a[k] = load16(s[k]);
+    narrow::sse2::network_8x8_u16(a, out);
+    const auto d = col.at(c, 2 * r);
+    for (int k = 0; k < 8; ++k) put16(d, k, out[k]);
+  });
+}
+
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
@@ -188,16 +228,7 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
     });
     return;
   }
-  tile_2d<1>(row, col, rows, cols, 16, 8, [&](int64_t r, int64_t c) {
-    __m128i top[4], bot[4];
-    tr8x8_u8(row.at(r, c), top);
-    tr8x8_u8(row.at(r + 8, c), bot);
-    const auto d = col.at(c, r);
-    for (int k = 0; k < 4; ++k) {
-      store16(d[2 * k], _mm_unpacklo_epi64(top[k], bot[k]));
-      store16(d[2 * k + 1], _mm_unpackhi_epi64(top[k], bot[k]));
-    }
-  });
+  blocks_u8_16x8(row, col, rows, cols);
 }
 
 template <class SR, class DC>
@@ -206,14 +237,7 @@ void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
     if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
   }
   if (rows >= 16 && cols >= 8 && cpu().avx2) return narrow::avx2::tall_u16(row, col, rows, cols);
-  tile_2d<2>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
-    __m128i a[8], out[8];
-    const auto s = row.at(r, 2 * c);
-    for (int k = 0; k < 8; ++k) a[k] = load16(s[k]);
-    narrow::sse2::network_8x8_u16(a, out);
-    const auto d = col.at(c, 2 * r);
-    for (int k = 0; k < 8; ++k) store16(d[k], out[k]);
-  });
+  blocks_u16_8x8(row, col, rows, cols);
 }
 
 template <class SR, class DC>
@@ -256,6 +280,26 @@ void dispatch(SR row, DC col, int64_t rows, int64_t cols, int64_t eb) {
 void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                int64_t eb) {
   dispatch(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb);
+}
+
+void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
+                      int64_t eb) {
+#if defined(NPUPACK_SSE2)
+  // Only back-to-back columns (dst_stride = rows * eb) that one kernel pass writes whole (16 or 32
+  // bytes, one store per column and block), so that the stores fill each line in quick
+  // succession: a line written in parts at different times would leave partial lines in the
+  // write-combining buffers, which costs more than the read it saves.
+  if (dst_stride != rows * eb) return transpose(src, src_stride, dst, dst_stride, rows, cols, eb);
+  const Strided row{src, src_stride};
+  const StreamOut col{dst, dst_stride};
+  if (cols >= 8 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {  // non-temporal stores are 16 bytes, aligned
+    if (eb == 1 && rows == 32 && cpu().avx2) return narrow::avx2::tall_u8(row, col, rows, cols);
+    if (eb == 2 && rows == 16 && cpu().avx2) return narrow::avx2::tall_u16(row, col, rows, cols);
+    if (eb == 1 && rows == 16) return blocks_u8_16x8(row, col, rows, cols);
+    if (eb == 2 && rows == 8) return blocks_u16_8x8(row, col, rows, cols);
+  }
+#endif
+  transpose(src, src_stride, dst, dst_stride, rows, cols, eb);
 }
 
 void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,

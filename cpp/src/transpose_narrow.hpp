@@ -99,6 +99,16 @@ __attribute__((always_inline)) inline __m128i load_row(const Rows<Ends, Fixed, L
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k)));
 }
 
+// For outputs far larger than the caches (a streamed destination): the rows of a tall matrix are
+// N read streams, more than the hardware prefetchers follow, and the reads waited on memory.
+// Once per cache line of a row (every Per columns), ask for the line 256 bytes ahead in each
+// row (measured best among 128..1024 bytes).
+template <int N, int Per, class Cur>
+NPUPACK_AI void prefetch_rows(const Cur& s, int64_t c) {
+  if (c % Per != 0) return;
+  for (int k = 0; k < N; ++k) _mm_prefetch(s[k] + 256, _MM_HINT_T0);
+}
+
 namespace sse2 {
 // The network on 128-bit registers: 16 rows per block.
 struct V {
@@ -146,6 +156,17 @@ struct V {
     return _mm256_blend_epi32(lo, hi, 0xF0);
   }
   NPUPACK_AI void store(char* d, reg v) { _mm256_storeu_si256(reinterpret_cast<reg*>(d), v); }
+  // Column k of cursor d: non-temporal stores for a streamed destination (transpose_stream), as
+  // two 16-byte halves, since NumPy's buffers are often only 16-byte aligned.
+  template <class Cur>
+  NPUPACK_AI void put(const Cur& d, int64_t k, reg v) {
+    if constexpr (Cur::kStream) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d[k]), _mm256_castsi256_si128(v));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d[k] + 16), _mm256_extracti128_si256(v, 1));
+    } else {
+      store(d[k], v);
+    }
+  }
 };
 #include "transpose_network.inc"
 
@@ -186,6 +207,7 @@ void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
   over_rows(rows, 16, [&](int64_t r) {
     over_rows(cols, 8, [&](int64_t c) {
       const auto s = row.at(r, 2 * c);
+      if constexpr (decltype(col.at(0, 0))::kStream) prefetch_rows<16, 32>(s, c);
       R a[8], out[8];
       for (int k = 0; k < 8; ++k) {
         const R lo = _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])));
@@ -194,7 +216,7 @@ void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
       }
       network_8x8_u16(a, out);
       const auto d = col.at(c, 2 * r);
-      for (int j = 0; j < 8; ++j) V::store(d[j], out[j]);
+      for (int j = 0; j < 8; ++j) V::put(d, j, out[j]);
     });
   });
 }
@@ -208,6 +230,7 @@ void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
   over_rows(rows, 32, [&](int64_t r) {
     over_rows(cols, 8, [&](int64_t c) {
       const auto s = row.at(r, c);
+      if constexpr (decltype(col.at(0, 0))::kStream) prefetch_rows<32, 64>(s, c);
       R a[16];
       for (int k = 0; k < 16; ++k) {
         const R lo = _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s[k])));
@@ -220,8 +243,8 @@ void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
       network_8x8_u8(a + 8, t[1]);
       const auto d = col.at(c, r);
       for (int k = 0; k < 4; ++k) {
-        V::store(d[2 * k], V::lo64(t[0][k], t[1][k]));
-        V::store(d[2 * k + 1], V::hi64(t[0][k], t[1][k]));
+        V::put(d, 2 * k, V::lo64(t[0][k], t[1][k]));
+        V::put(d, 2 * k + 1, V::hi64(t[0][k], t[1][k]));
       }
     });
   });

@@ -11,6 +11,13 @@ namespace npupack {
 void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                int64_t eb);
 
+// The same, for outputs far larger than the caches: for back-to-back 16- or 32-byte columns
+// (dst_stride = rows * eb, aligned) with non-temporal stores, which need not read the
+// destination lines in first; otherwise exactly transpose(). The caller issues stream_fence()
+// (stream.hpp) before the data is read by anything else.
+void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows,
+                      int64_t cols, int64_t eb);
+
 // `count` such transposes, matrix i at src + i * src_step and dst + i * dst_step (byte steps):
 // the kernel is chosen once for all of them.
 void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
