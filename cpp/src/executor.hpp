@@ -81,7 +81,7 @@ class Executor {
     if (transpose_ && !L.ragged()) group_transpose_columns();
     tiles_ = plan_tile_blocks();
     // Outputs this large do not stay in the caches for a reader anyway.
-    stream_ = to_packed_ && L.nbytes() >= kStreamAllBytes;
+    stream_ = to_packed_ && L.nbytes() >= kStreamTransposeBytes;
     idx_.assign(axes.size(), 0);
     base_.assign(dims.size(), 0);
     // Offsets are kept relative to padded coordinates; element (p - pad_lo) is logical index 0.
@@ -455,7 +455,7 @@ class Executor {
     const Loop& x = loops_[n - 2];
     const Loop& in = loops_[n - 1];
     if (b.dim == in.dim || b.pstep != in.extent * eb_ || b.extent * b.pstep != x.pstep) return false;
-    if (x.pstep > kTileBlockBytes) return false;
+    if (x.pstep > kMaxBlockBytes) return false;
     // The valid part of a block as far as the dims' extents tell (a dim shorter than its tile).
     const auto valid = [&](const Loop& lp) { return std::min(L_.dims()[lp.dim].extent, lp.extent); };
     if (L_.nbytes() >= kStreamBytes && 4 * valid(b) * valid(in) <= b.extent * in.extent) return true;
@@ -493,7 +493,7 @@ class Executor {
     const Range rin = range(in), rb = range(b);
     const int64_t nin = rin.n(), room = in.extent - rin.lo;
     const bool scattered = b.exact && 8 * nin <= in.extent;
-    const int64_t tile_bytes = scattered ? kBlockTileBytes : kRowTileBytes;
+    const int64_t tile_bytes = scattered ? kScatterTileBytes : kRowTileBytes;
     const int64_t tile = std::min(x.extent, std::max<int64_t>(8, tile_bytes / x.pstep));
     const bool zero = zero_pad();
     pad_rows(room, tile * x.pstep / eb_);  // pad_row_ also serves the fill
@@ -618,18 +618,18 @@ class Executor {
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
   bool tiles_ = false;                 // tile_blocks runs the loop outside the pair
-  bool stream_ = false;                // inner_pair's transposes use transpose_stream
+  bool stream_ = false;                // inner_pair's and batch_pairs' transposes use transpose_stream
   std::vector<char> scratch_;          // tile_blocks: one transposed b x tile matrix
   std::vector<char> tile_buf_;         // tile_blocks: one tile of packed blocks
   std::vector<Loop> loops_;
   bool transpose_ = false;
   static constexpr int64_t kGroupBytes = 64 * 1024;
-  static constexpr int64_t kTileBytes = 256 * 1024;  // packed bytes of one x tile (tiled_pairs)
-  static constexpr int64_t kBlockTileBytes = 16 * 1024;      // tile_blocks: packed bytes of one x tile
-  static constexpr int64_t kRowTileBytes = 64 * 1024;        // the same, one transpose per b step
-  static constexpr int64_t kTileBlockBytes = 4096;       // tile_blocks: largest block of one x column
-  static constexpr int64_t kStreamBytes = 4 << 20;       // tile_blocks: outputs streamed past the caches
-  static constexpr int64_t kStreamAllBytes = 16 << 20;   // inner_pair: outputs streamed past the caches
+  static constexpr int64_t kTileBytes = 256 * 1024;            // tiled_pairs: packed bytes of one x tile
+  static constexpr int64_t kScatterTileBytes = 16 * 1024;      // tile_blocks, scattered: the same
+  static constexpr int64_t kRowTileBytes = 64 * 1024;          // tile_blocks, one transpose per b step: the same
+  static constexpr int64_t kMaxBlockBytes = 4096;              // tile_blocks: largest block of one x column
+  static constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: outputs streamed past the caches
+  static constexpr int64_t kStreamTransposeBytes = 16 << 20;   // inner_pair, batch_pairs: the same
   Range x_tile_{0, 0};              // tiled_pairs: the x columns inner_pair runs (hi 0: all)
   size_t group_ = 0;                // loops transposed together before the innermost (0: none)
   std::vector<int64_t> col_poff_;   // packed offset of each column of the group
