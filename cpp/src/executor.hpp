@@ -329,6 +329,16 @@ class Executor {
   // constant size, which compiles to a few vector moves instead of a memcpy call per row.
   template <size_t N>
   static void copy_rows_n(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n) {
+    if (sstep > static_cast<int64_t>(N) && n >= 8) {
+      // Rows far apart (1x1 DC weights: one channel block of each kernel of a group) are more
+      // read streams than the hardware prefetchers follow; the rows' next blocks are read by the
+      // next few calls, so ask for the line kRowsAhead bytes on in each row.
+      for (int64_t i = 0; i < n; ++i) {
+        __builtin_prefetch(src + i * sstep + kRowsAhead);
+        std::memcpy(dst + i * dstep, src + i * sstep, N);
+      }
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * dstep, src + i * sstep, N);
   }
   static void copy_rows(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, size_t row) {
@@ -414,24 +424,29 @@ class Executor {
 
   // The loop just outside a transposed pair (DC weights: the kernels of a group, each a channel
   // block x taps matrix) as one batched transpose: the kernel is chosen once per batch, not once
-  // per small matrix. Only for plain transposes of a non-ragged layout (the pad-row and ragged
-  // cases take inner_pair per step).
+  // per small matrix. Not for the pad-row case (a short block of a padded layout takes inner_pair
+  // per step). In a ragged layout the strides and ranges inside the batch depend only on the
+  // outer counts of ragged dims, so they hold for every step of b unless b is one of those.
   bool batch_pairs(const Loop& b, int64_t loff, int64_t poff) {
-    if (!transpose_ || group_ > 1 || L_.ragged() || !b.exact || b.extent < 2) return false;
+    if (!transpose_ || group_ > 1) return false;
     const Loop& x = loops_[loops_.size() - 2];
     const Loop& in = loops_.back();
-    const Range rin = range(in), rx = range(x);
-    if (to_packed_ && rin.n() < in.extent - rin.lo) return false;
-    loff += rin.lo * in.lstep;
-    poff += rin.lo * eb_;
+    // b's own digit must not move the ranges of x and in (two levels of one padded dim).
+    if (!b.exact && (b.dim == x.dim || b.dim == in.dim)) return false;
+    if (L_.ragged() && !b.exact && L_.axes()[b.axis].level == 0) return false;
+    const Range rin = range(in), rx = range(x), rb = range(b);
+    if (rb.n() < 2 || (to_packed_ && !L_.ragged() && rin.n() < in.extent - rin.lo)) return false;
+    const int64_t psb = pstride(b), psx = pstride(x);
+    loff += rin.lo * in.lstep + rb.lo * b.lstep;
+    poff += rin.lo * eb_ + rb.lo * psb;
     if (to_packed_ && stream_) {
-      for (int64_t i = 0; i < b.extent; ++i) {
-        transpose_stream(lin_ + loff + i * b.lstep, in.lstep, pout_ + poff + i * b.pstep, x.pstep, rin.n(), rx.n(), eb_);
+      for (int64_t i = 0; i < rb.n(); ++i) {
+        transpose_stream(lin_ + loff + i * b.lstep, in.lstep, pout_ + poff + i * psb, psx, rin.n(), rx.n(), eb_);
       }
     } else if (to_packed_) {
-      transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, x.pstep, b.pstep, rin.n(), rx.n(), b.extent, eb_);
+      transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), rb.n(), eb_);
     } else {
-      transpose_batch(pin_ + poff, x.pstep, b.pstep, lout_ + loff, in.lstep, b.lstep, rx.n(), rin.n(), b.extent, eb_);
+      transpose_batch(pin_ + poff, psx, psb, lout_ + loff, in.lstep, b.lstep, rx.n(), rin.n(), rb.n(), eb_);
     }
     return true;
   }
@@ -624,6 +639,7 @@ class Executor {
   std::vector<Loop> loops_;
   bool transpose_ = false;
   static constexpr int64_t kGroupBytes = 64 * 1024;
+  static constexpr int64_t kRowsAhead = 256;                   // copy_rows_n: prefetch distance in a strided row
   static constexpr int64_t kTileBytes = 256 * 1024;            // tiled_pairs: packed bytes of one x tile
   static constexpr int64_t kScatterTileBytes = 16 * 1024;      // tile_blocks, scattered: the same
   static constexpr int64_t kRowTileBytes = 64 * 1024;          // tile_blocks, one transpose per b step: the same
