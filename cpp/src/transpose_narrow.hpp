@@ -198,10 +198,46 @@ __attribute__((always_inline)) inline void block_u16(const Rows<Ends, Fixed, Las
   }
 }
 
+// Row k in lane 0, row k + 8 in lane 1 (loads and a blend: the shuffle ports stay free).
+NPUPACK_AI V::reg lanes(__m128i lo, __m128i hi) {
+  return _mm256_blend_epi32(_mm256_castsi128_si256(lo), _mm256_broadcastsi128_si256(hi), 0xF0);
+}
+
+// Columns 8..NC-1 of row k of 16-bit elements; the last row's read ends at its last element.
+template <int NC, bool Ends, int64_t Fixed, int Last>
+__attribute__((always_inline)) inline __m128i upper_u16(const Rows<Ends, Fixed, Last>& row, int k) {
+  if (row.is_last(k)) return load_row<2 * NC - 16>(Rows<true>{row(k) + 16, 0, 0}, 0);
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k) + 16));
+}
+
+// 16 rows of 16-bit elements, NC (9..16) columns: rows k and k + 8 share a register, one 8x8
+// network gives columns 0..7 of all 16 rows (one 32-byte store each) and a second one, pruned to
+// its NC - 8 used outputs, columns 8..NC-1. For 3x3 kernels (NC = 9) that is 31 shuffles per 16
+// rows where block_u16, whose lane 1 carries only column 8, needs 48.
+template <int NC, bool Ends, int64_t Fixed, int Last, class DCur>
+__attribute__((always_inline)) inline void block16_u16(const Rows<Ends, Fixed, Last>& row, DCur d) {
+  V::reg a[8], out[8];
+  for (int k = 0; k < 8; ++k) {
+    a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k))),
+                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k + 8))));
+  }
+  network_8x8_u16(a, out);
+  for (int j = 0; j < 8; ++j) V::store(d[j], out[j]);
+  for (int k = 0; k < 8; ++k) a[k] = lanes(upper_u16<NC>(row, k), upper_u16<NC>(row, k + 8));
+  network_8x8_u16(a, out);
+  for (int j = 0; j < NC - 8; ++j) V::store(d[8 + j], out[j]);
+}
+
 template <int NC, class DC>
 void run_u16(RowReader in, DC col, const Batch& batch) {
   for (int64_t i = 0; i < batch.count; ++i, in.base += batch.sstep, col.base += batch.dstep) {
     prefetch_next(in, batch);
+    if (in.rows >= 16) {
+      over_rows(in.rows, 16, [&](int64_t r) {
+        in.block<16, 32, 2 * NC>(r, [&](const auto& row) { block16_u16<NC>(row, col.at(0, 2 * r)); });
+      });
+      continue;
+    }
     over_rows(in.rows, 8, [&](int64_t r) {
       in.block<8, 32, 2 * NC>(r, [&](const auto& row) { block_u16<NC>(row, col.at(0, 2 * r)); });
     });
