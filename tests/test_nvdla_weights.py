@@ -2,12 +2,14 @@
 (worked examples 6.2 / 7.2 / 16.5, loop nest vs closed form, exhaustive boundary shapes on every
 preset and precision, random shapes, round trips, errors)."""
 import itertools
+import re
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import npupack
 from npupack import LayoutError, UnsupportedError
 from npupack.nvdla import (NV_FULL, NV_LARGE, NV_SMALL, Config, WeightSurfaces, pack_weights, quantize_weights,
                            unpack_weights, weights_nbytes)
@@ -211,6 +213,43 @@ def test_nan_policy():
     h[2, 4321, 0, 0] = -np.inf
     assert unpack_weights(pack_weights(h)).view(np.uint16)[2, 4321, 0, 0] == 0xFBFF
     assert unpack_weights(pack_weights(h, saturate=False)).view(np.uint16)[2, 4321, 0, 0] == 0xFC00
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("where", [(0, 0, 0, 0), (77, 123, 1, 2), (168, 399, 2, 2)], ids=str)
+def test_fp16_checked_kernel_group_by_kernel_group(threads, where):
+    # float16 weights are checked for INF / NaN one kernel group at a time as they are packed (the
+    # short last group included, and across threads: 1.2 MB is split); a group with INF or NaN
+    # sends the whole tensor down the converting path, whatever the other groups wrote into out.
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((169, 400, 3, 3)).astype(np.float16)
+    kpg, cb, tail = 16, 64, 128
+    size = ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=tail).size
+    with npupack.num_threads(threads):
+        out = np.full(size + 64, 0xA5, np.uint8)
+        assert np.array_equal(pack_weights(w, out=out).weight, ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=tail))
+        for bad, saturate, logical in ((np.inf, True, 65504.0), (-np.inf, False, -np.inf)):
+            w_bad, w_exp = w.copy(), w.copy()
+            w_bad[where], w_exp[where] = bad, logical
+            out[:] = 0xA5
+            got = pack_weights(w_bad, saturate=saturate, out=out).weight
+            assert np.array_equal(got, ref.pack_dc_vectorised(w_exp, kpg=kpg, cb=cb, tail=tail))
+            assert np.all(out[size:] == 0xA5)
+        w_nan = w.copy()
+        w_nan[where] = np.nan
+        with pytest.raises(ValueError, match=re.escape(f"NaN at index {where}")):
+            pack_weights(w_nan, out=out)
+        got = pack_weights(w_nan, allow_nan=True, out=out).weight
+        assert np.array_equal(got, ref.pack_dc_vectorised(w_nan, kpg=kpg, cb=cb, tail=tail))
+    assert np.isnan(w_nan[where])  # the caller's tensor is left as it was
+
+
+def test_fp16_checked_pack_rejects_strided_bits():
+    from npupack.nvdla import dc_layout
+    layout = dc_layout((4, 6, 3, 3), "fp16")
+    bits = np.zeros((4, 12, 3, 3), np.uint16)[:, ::2]
+    with pytest.raises(LayoutError, match="C-contiguous"):
+        layout._pack_finite_fp16_into(bits, np.zeros(layout.nbytes, np.uint8))
 
 
 def test_out_buffer():

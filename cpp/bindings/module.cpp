@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -135,6 +136,23 @@ void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, cons
   else npupack::pack(L, src, strides, dst, size, p);
 }
 
+// Packs binary16 bit patterns (C-contiguous, aligned) with zero padding unless one is INF or NaN:
+// then returns false with `out` partly written (the caller takes its slow path).
+bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array_t<uint16_t, 0>& x, py::array out) {
+  if (!(x.flags() & py::array::c_style) || reinterpret_cast<uintptr_t>(x.data()) % alignof(uint16_t) != 0) {
+    throw LayoutError("pack_finite_fp16: x must be C-contiguous and aligned");
+  }
+  const auto strides = logical_strides(L, x, "x");
+  check_buffer(out, "out");
+  char* dst = writable_bytes(out, "out");
+  const char* src = reinterpret_cast<const char*>(x.data());
+  const int64_t size = out.nbytes();
+  py::gil_scoped_release release;
+  return npupack::pack_checked(L, src, strides, dst, size, nullptr, [](const char* slab, int64_t bytes) {
+    return npupack::fp16_first_nonfinite(reinterpret_cast<const uint16_t*>(slab), bytes / 2) < 0;
+  });
+}
+
 void layout_unpack(const BlockedLayout& L, const py::array& buf, py::array out, bool reference) {
   const auto strides = logical_strides(L, out, "out");
   check_buffer(buf, "buf");
@@ -244,6 +262,7 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("pack", &layout_pack, py::arg("x"), py::arg("out"), py::arg("pad") = py::bytes(),
            py::arg("reference") = false)
+      .def("pack_finite_fp16", &layout_pack_finite_fp16, py::arg("x"), py::arg("out"))
       .def("unpack", &layout_unpack, py::arg("buf"), py::arg("out"), py::arg("reference") = false);
 
   m.def("to_fp16_f32", &fp16_convert<float>, py::arg("x"), py::arg("out"), py::arg("nearest_away"), py::arg("saturate"));

@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "npupack/checked.hpp"
@@ -102,6 +103,22 @@ class Executor {
     return loops_[0].extent;
   }
 
+  // The outer loop's iterations each read one contiguous range of a C-contiguous logical tensor:
+  // the loop is the outer count of its slowest dim (DC weights: one kernel group per step).
+  bool outer_slabs() const {
+    if (outer_steps() == 0) return false;
+    const Loop& lp = loops_[0];
+    return lp.dim == 0 && L_.axes()[lp.axis].level == 0 && L_.dims()[0].pad_lo == 0;
+  }
+
+  // Logical byte range [lo, hi) that outer iteration i reads (outer_slabs() holds), empty for an
+  // iteration that holds only padding.
+  std::pair<int64_t, int64_t> outer_slab(int64_t i) const {
+    const Loop& lp = loops_[0];
+    const int64_t end = L_.dims()[0].extent * (lp.lstep / lp.weight);
+    return {std::min(i * lp.lstep, end), std::min((i + 1) * lp.lstep, end)};
+  }
+
   // run() restricted to outer iterations [lo, hi).
   void run_outer(int64_t lo, int64_t hi, const char* logical_in, char* logical_out, const char* packed_in,
                  char* packed_out) {
@@ -113,6 +130,10 @@ class Executor {
     for (int64_t i = std::max(lo, r.lo); i < std::min(hi, r.hi); ++i) {
       enter(lp, i, saved);
       rec(1, origin_ + i * lp.lstep, i * ps);
+    }
+    if (!lp.exact) {  // as rec leaves it: the next call starts from the same state
+      base_[lp.dim] = saved;
+      idx_[lp.axis] = 0;
     }
     if (stream_) stream_fence();
   }

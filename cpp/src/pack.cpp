@@ -54,17 +54,29 @@ void for_each_index(const BlockedLayout& L, const std::vector<int64_t>& logical_
   }
 }
 
-// Large layouts with an independent outermost loop are split across threads: each range of
-// that loop's iterations runs on its own copy of the executor (the copies share nothing they
-// write; the element slots of different iterations are disjoint).
-void run_parallel(const BlockedLayout& L, Executor& ex, const char* lin, char* lout, const char* pin, char* pout) {
+// Runs f(executor, lo, hi) over ranges of the outermost loop's iterations: all on this thread
+// for small layouts, else split across threads, each range on its own copy of the executor (the
+// copies share nothing they write; the element slots of different iterations are disjoint).
+bool split_outer(const BlockedLayout& L, const Executor& ex) {
+  return ex.outer_steps() >= 2 && L.nbytes() >= kParallelBytes && num_threads() >= 2;
+}
+
+template <class F>
+void for_outer_ranges(const BlockedLayout& L, Executor& ex, F f) {
   const int64_t steps = ex.outer_steps();
-  if (steps < 2 || L.nbytes() < kParallelBytes || num_threads() < 2) {
-    ex.run(lin, lout, pin, pout);
-    return;
-  }
+  if (!split_outer(L, ex)) return f(ex, 0, steps);
   const int64_t grain = std::max<int64_t>(1, steps * (kParallelBytes / 2) / L.nbytes());
-  parallel_for(steps, grain, [&](int64_t lo, int64_t hi) { Executor(ex).run_outer(lo, hi, lin, lout, pin, pout); });
+  parallel_for(steps, grain, [&](int64_t lo, int64_t hi) {
+    Executor e(ex);
+    f(e, lo, hi);
+  });
+}
+
+// The whole layout, its outer loop split across threads when it is large and that loop is
+// independent.
+void run_parallel(const BlockedLayout& L, Executor& ex, const char* lin, char* lout, const char* pin, char* pout) {
+  if (!split_outer(L, ex)) return ex.run(lin, lout, pin, pout);
+  for_outer_ranges(L, ex, [&](Executor& e, int64_t lo, int64_t hi) { e.run_outer(lo, hi, lin, lout, pin, pout); });
 }
 
 }  // namespace
@@ -76,6 +88,39 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
   Executor ex(L, logical_strides, true, pad);
   if (!ex.fills_holes()) fill_holes(L, packed, pad);
   run_parallel(L, ex, logical, nullptr, nullptr, packed);
+}
+
+bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
+                  char* packed, int64_t packed_size, const char* pad, SlabCheck check) {
+  check_args(L, logical_strides, packed_size);
+  int64_t bytes = L.elem_bytes();  // C-contiguous strides, checked: the slabs rely on them
+  for (size_t i = logical_strides.size(); i-- > 0;) {
+    if (logical_strides[i] != bytes) throw LayoutError("pack_checked: the logical tensor must be C-contiguous");
+    bytes *= L.dims()[i].extent;
+  }
+  if (L.monotonic()) {
+    Executor ex(L, logical_strides, true, pad);
+    if (ex.outer_slabs()) {
+      if (!ex.fills_holes()) fill_holes(L, packed, pad);
+      std::atomic<bool> ok{true};
+      for_outer_ranges(L, ex, [&](Executor& e, int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi && ok.load(std::memory_order_relaxed); ++i) {
+          // Checked after packing: the pack's reads (with its prefetching) have just brought the
+          // slab into the caches, so the check does not wait on memory.
+          e.run_outer(i, i + 1, logical, nullptr, nullptr, packed);
+          const auto slab = e.outer_slab(i);
+          if (!check(logical + slab.first, slab.second - slab.first)) {
+            ok = false;
+            return;
+          }
+        }
+      });
+      return ok;
+    }
+  }
+  if (!check(logical, bytes)) return false;
+  pack(L, logical, logical_strides, packed, packed_size, pad);
+  return true;
 }
 
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,

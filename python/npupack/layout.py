@@ -139,6 +139,14 @@ class BlockedLayout:
         """Pack with zero padding into ``buf`` already validated by the caller (hot path)."""
         self._core.pack(x, buf, b"", False)
 
+    def _pack_finite_fp16_into(self, bits: np.ndarray, buf: np.ndarray) -> bool:
+        """Pack binary16 bit patterns ``bits`` (uint16, C-contiguous, shape ``self.shape``) with
+        zero padding into ``buf`` already validated by the caller, unless one of them is INF or
+        NaN: then return False, ``buf`` partly written. The check runs slab by slab right after
+        the packing read each slab, where the layout allows (DC weights: per kernel group), so it
+        reads from the caches instead of making a separate pass over memory."""
+        return self._core.pack_finite_fp16(bits, buf)
+
     def unpack(self, buf: np.ndarray, *, out: np.ndarray | None = None, reference: bool = False) -> np.ndarray:
         """Read the logical tensor (shape ``self.shape``, dtype ``self.dtype``) back from the
         packed ``buf`` (uint8, at least ``nbytes`` bytes). Bytes holding no element are ignored.

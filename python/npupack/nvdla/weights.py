@@ -149,7 +149,9 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         NaN in float weights is a ValueError unless True (Winograd: INF too).
     out : numpy.ndarray of uint8, optional
         Writable C-contiguous buffer of at least the (first) weight or DATA surface's size; the
-        surface is written to its first bytes and ``weight`` is a view of them.
+        surface is written to its first bytes and ``weight`` is a view of them. float16
+        weights are checked for NaN kernel group by kernel group while they are packed, so after
+        a NaN ValueError ``out`` may hold part of a surface.
 
     Returns
     -------
@@ -205,7 +207,6 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     packed_shape = (k, cg * g, r, s)
     layout = _dc_layout(packed_shape, precision, config)
     meaningful = layout.nbytes
-    elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
     es = element_size(precision)
     kpg = config.kernels_per_group(precision)
     if compress is False:  # the per-layer hot path: no closure, no dict
@@ -214,11 +215,19 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
             buf = check_out(out, surface)[:surface]
         else:  # grouped: zero pages from the OS, touched only where a weight lands
             buf = np.empty(surface, dtype=np.uint8) if g == 1 else np.zeros(surface, dtype=np.uint8)
-        _pack_dc(layout, elems, g, kpg, config, buf, zeroed=out is None)
+        # float16 weights: the INF/NaN check runs per kernel group as it is packed; only a
+        # tensor with INF or NaN takes the full conversion (which raises or saturates) and
+        # is packed again.
+        if not (g == 1 and precision == "fp16" and arr.dtype == np.float16 and arr.flags.c_contiguous
+                and arr.flags.aligned and layout._pack_finite_fp16_into(arr.view(np.uint16), buf)):
+            elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate,
+                                     allow_nan=allow_nan)
+            _pack_dc(layout, elems, g, kpg, config, buf, zeroed=out is None)
         if surface > meaningful and g == 1:
             buf[meaningful:] = 0
         fields = {"weight": buf}
     else:
+        elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
         fields = write_surfaces(lambda buf: _pack_dc(layout, elems, g, kpg, config, buf), meaningful,
                                 precision=precision, config=config, kernel_group_elements=kpg * cg * g * r * s,
                                 compress=compress, tail=config.weight_size_alignment, out=out)
