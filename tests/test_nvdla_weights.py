@@ -244,6 +244,18 @@ def test_fp16_checked_kernel_group_by_kernel_group(threads, where):
     assert np.isnan(w_nan[where])  # the caller's tensor is left as it was
 
 
+@pytest.mark.parametrize("k", [2, 3, 5, 32, 33])
+@pytest.mark.parametrize("c", [16, 80, 144])
+def test_int8_channel_blocks_of_16_rows(k, c):
+    # A channel block of 16 channels (C = 16, or the short last block of 80 and 144): the kernels
+    # of a group are 16-row matrices, transposed two at a time side by side, an odd last one alone.
+    w = np.random.default_rng(k * c).integers(-128, 128, (k, c, 3, 3)).astype(np.int8)
+    out = np.full(weights_nbytes(w.shape, precision="int8") + 64, 0xA5, np.uint8)
+    got = pack_weights(w, out=out).weight
+    assert np.array_equal(got, expected(w, NV_FULL, "int8"))
+    assert np.array_equal(unpack_weights(pack_weights(w)), w)
+
+
 def test_fp16_checked_pack_rejects_strided_bits():
     from npupack.nvdla import dc_layout
     layout = dc_layout((4, 6, 3, 3), "fp16")

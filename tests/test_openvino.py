@@ -238,6 +238,21 @@ def test_blocked_outputs_past_the_caches(name, dtype):
         assert np.array_equal(got, expected), (offset, threads)
 
 
+@pytest.mark.parametrize("fs", [2, 3, 4, 5])
+@pytest.mark.parametrize("yx", [(3, 3), (2, 5), (4, 4), (1, 1)], ids=str)
+def test_fsv16_weights_with_whole_feature_blocks(fs, yx):
+    """b_fs_yx_fsv16 int8 weights whose C is a whole number of 16-blocks: the blocks of one
+    kernel are 16-row matrices transposed two at a time side by side (an odd last one alone), for
+    even and odd block counts, into a dirty buffer, against the reference."""
+    info = next(f for f in SUPPORTED if f.name == "b_fs_yx_fsv16")
+    x = np.random.default_rng(fs).integers(-128, 128, (3, 16 * fs) + yx).astype(np.int8)
+    n = ov.nbytes(info.name, x.shape, np.int8)
+    out = np.full(n + 1, 0xA5, np.uint8)[1:]
+    got = ov.pack(x, info.name, out=out)
+    assert np.array_equal(got, ref_pack(info, x))
+    assert np.array_equal(ov.unpack(got, info.name, x.shape, np.int8), x)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])
 @pytest.mark.parametrize("batch", [1, 2, 3])
 def test_weight_format_on_small_batch_activations(batch, dtype):

@@ -140,12 +140,13 @@ void interleave_u8(SR row, char* dst, int64_t rows, int64_t cols) {
 // Rows of 9..16 columns read whole (transpose_narrow.hpp). NC is a template argument so the
 // network's unused outputs are pruned; the variants are instantiated per column count. `batch`
 // repeats the transpose over equally spaced matrices inside the kernel (one dispatch for all).
-enum class NarrowKernel { U8Sse2, U8Avx2, U16Avx2 };
+enum class NarrowKernel { U8Sse2, U8Avx2, U8Avx2Pairs, U16Avx2 };
 
 template <NarrowKernel K, int NC, class DC>
 void run_narrow(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
   if constexpr (K == NarrowKernel::U8Sse2) narrow::sse2::run_u8<NC>(in, col, b);
   else if constexpr (K == NarrowKernel::U8Avx2) narrow::avx2::run_u8<NC>(in, col, b);
+  else if constexpr (K == NarrowKernel::U8Avx2Pairs) narrow::avx2::run_u8_pairs<NC>(in, col, b);
   else narrow::avx2::run_u16<NC>(in, col, b);
 }
 
@@ -172,6 +173,9 @@ template <class DC>
 bool try_narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, const narrow::Batch& b) {
   if (eb == 1) {
     if (cpu().avx2 && narrow<NarrowKernel::U8Avx2>(row, col, rows, cols, 1, 32, b)) return true;
+    if (cpu().avx2 && rows == 16 && b.count >= 2 && narrow<NarrowKernel::U8Avx2Pairs>(row, col, rows, cols, 1, 16, b)) {
+      return true;
+    }
     return narrow<NarrowKernel::U8Sse2>(row, col, rows, cols, 1, 16, b);
   }
   return eb == 2 && cpu().avx2 && narrow<NarrowKernel::U16Avx2>(row, col, rows, cols, 2, 8, b);

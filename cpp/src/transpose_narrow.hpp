@@ -180,6 +180,63 @@ struct V {
 };
 #include "transpose_network.inc"
 
+// Matrices of exactly 16 rows in a batch (clDNN fsv16 weights, 16-channel DC blocks): the 32-row
+// network above would need 32 rows of one matrix, so two matrices run side by side instead,
+// matrix i in lane 0 and matrix i + 1 in lane 1, and each result is stored as two 16-byte columns.
+// Every matrix's row 15 is read so that the read ends at its last byte (the next matrix need not
+// follow it in memory).
+namespace pairs {
+template <class R1>
+struct Rows2 {
+  R1 a, b;
+};
+struct Cols2 {
+  char* a;
+  char* b;
+};
+template <class Cur>
+struct Cur2 {
+  Cur a, b;
+  Cols2 operator[](int64_t k) const { return {a[k], b[k]}; }
+};
+struct V : avx2::V {
+  template <int Bytes, class R1>
+  NPUPACK_AI reg load(const Rows2<R1>& r, int k) {
+    return _mm256_blend_epi32(_mm256_castsi128_si256(load_row<Bytes>(r.a, k)),
+                              _mm256_broadcastsi128_si256(load_row<Bytes>(r.b, k)), 0xF0);
+  }
+  NPUPACK_AI void store(Cols2 d, reg v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d.a), _mm256_castsi256_si128(v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d.b), _mm256_extracti128_si256(v, 1));
+  }
+};
+#include "transpose_network.inc"
+
+template <int NC, int64_t Fixed, class DC>
+void run(const RowReader& in, DC col, const Batch& batch) {
+  for (int64_t i = 0; i + 2 <= batch.count; i += 2) {
+    const char* a = in.base + i * batch.sstep;
+    const Rows2<Rows<true, Fixed, 15>> rows{{a, in.stride, 15}, {a + batch.sstep, in.stride, 15}};
+    DC ca = col, cb = col;
+    ca.base += i * batch.dstep;
+    cb.base += (i + 1) * batch.dstep;
+    block_u8<NC>(rows, Cur2<decltype(ca.at(0, 0))>{ca.at(0, 0), cb.at(0, 0)});
+  }
+}
+}  // namespace pairs
+
+// 8-bit matrices of 16 rows, at least two in the batch (see pairs); an odd last one takes SSE2.
+template <int NC, class DC>
+void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
+  if (in.stride == NC) pairs::run<NC, NC>(in, col, batch);
+  else pairs::run<NC, 0>(in, col, batch);
+  if (batch.count % 2) {
+    in.base += (batch.count - 1) * batch.sstep;
+    col.base += (batch.count - 1) * batch.dstep;
+    sse2::run_u8<NC>(in, col, Batch{});
+  }
+}
+
 // 8 rows of 16-bit elements, NC (9..16) columns: lane 0 of a row register holds columns 0..7,
 // lane 1 columns 8..15, and one 8x8 network transposes both halves.
 template <int NC, bool Ends, int64_t Fixed, int Last, class DCur>
