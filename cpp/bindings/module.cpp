@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "npupack/checked.hpp"
@@ -120,20 +121,31 @@ void pixel_lines_call(const py::array& from, const std::vector<int>& order, py::
   }
 }
 
-void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, const py::bytes& pad, bool reference) {
-  const auto strides = logical_strides(L, x, "x");
+// The checked operands of a pack: the logical tensor `x` (its strides) and the packed buffer `out`.
+struct PackArgs {
+  std::vector<int64_t> strides;
+  const char* src;
+  char* dst;
+  int64_t size;
+};
+
+PackArgs pack_args(const BlockedLayout& L, const py::array& x, py::array& out) {
+  auto strides = logical_strides(L, x, "x");
   check_buffer(out, "out");
   char* dst = writable_bytes(out, "out");
+  return {std::move(strides), static_cast<const char*>(x.data()), dst, out.nbytes()};
+}
+
+void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, const py::bytes& pad, bool reference) {
+  const PackArgs a = pack_args(L, x, out);
   const std::string pad_bytes = pad;
   if (!pad_bytes.empty() && static_cast<int64_t>(pad_bytes.size()) != L.elem_bytes()) {
     throw LayoutError("pad must be one element (" + std::to_string(L.elem_bytes()) + " bytes)");
   }
-  const char* src = static_cast<const char*>(x.data());
-  const int64_t size = out.nbytes();
   const char* p = pad_bytes.empty() ? nullptr : pad_bytes.data();
   py::gil_scoped_release release;
-  if (reference) npupack::pack_reference(L, src, strides, dst, size, p);
-  else npupack::pack(L, src, strides, dst, size, p);
+  if (reference) npupack::pack_reference(L, a.src, a.strides, a.dst, a.size, p);
+  else npupack::pack(L, a.src, a.strides, a.dst, a.size, p);
 }
 
 // Packs binary16 bit patterns (C-contiguous, aligned) with zero padding unless one is INF or NaN:
@@ -142,13 +154,9 @@ bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array_t<uint16_t,
   if (!(x.flags() & py::array::c_style) || reinterpret_cast<uintptr_t>(x.data()) % alignof(uint16_t) != 0) {
     throw LayoutError("pack_finite_fp16: x must be C-contiguous and aligned");
   }
-  const auto strides = logical_strides(L, x, "x");
-  check_buffer(out, "out");
-  char* dst = writable_bytes(out, "out");
-  const char* src = reinterpret_cast<const char*>(x.data());
-  const int64_t size = out.nbytes();
+  const PackArgs a = pack_args(L, x, out);
   py::gil_scoped_release release;
-  return npupack::pack_checked(L, src, strides, dst, size, nullptr, [](const char* slab, int64_t bytes) {
+  return npupack::pack_checked(L, a.src, a.strides, a.dst, a.size, nullptr, [](const char* slab, int64_t bytes) {
     return npupack::fp16_first_nonfinite(reinterpret_cast<const uint16_t*>(slab), bytes / 2) < 0;
   });
 }
@@ -176,10 +184,8 @@ void layout_pack_many(const py::list& items) {
     const BlockedLayout& L = t[0].cast<const BlockedLayout&>();
     py::array x = t[1].cast<py::array>();
     py::array out = t[2].cast<py::array>();
-    auto strides = logical_strides(L, x, "x");
-    check_buffer(out, "out");
-    char* dst = writable_bytes(out, "out");
-    jobs.push_back({&L, static_cast<const char*>(x.data()), std::move(strides), dst, out.nbytes()});
+    PackArgs a = pack_args(L, x, out);
+    jobs.push_back({&L, a.src, std::move(a.strides), a.dst, a.size});
     keep.push_back(std::move(x));
     keep.push_back(std::move(out));
   }

@@ -54,13 +54,14 @@ void for_each_index(const BlockedLayout& L, const std::vector<int64_t>& logical_
   }
 }
 
-// Runs f(executor, lo, hi) over ranges of the outermost loop's iterations: all on this thread
-// for small layouts, else split across threads, each range on its own copy of the executor (the
-// copies share nothing they write; the element slots of different iterations are disjoint).
+// Large layouts with an independent outermost loop are split across threads.
 bool split_outer(const BlockedLayout& L, const Executor& ex) {
   return ex.outer_steps() >= 2 && L.nbytes() >= kParallelBytes && num_threads() >= 2;
 }
 
+// Runs f(executor, lo, hi) over ranges of the outermost loop's iterations: all on this thread
+// unless split_outer, else each range on its own thread and its own copy of the executor (the
+// copies share nothing they write; the element slots of different iterations are disjoint).
 template <class F>
 void for_outer_ranges(const BlockedLayout& L, Executor& ex, F f) {
   const int64_t steps = ex.outer_steps();

@@ -180,6 +180,12 @@ struct V {
 };
 #include "transpose_network.inc"
 
+// Two 16-byte rows in one register, `lo` in lane 0 and `hi` in lane 1 (loads and a blend: the
+// shuffle ports stay free for the network).
+NPUPACK_AI V::reg lanes(__m128i lo, __m128i hi) {
+  return _mm256_blend_epi32(_mm256_castsi128_si256(lo), _mm256_broadcastsi128_si256(hi), 0xF0);
+}
+
 // Matrices of exactly 16 rows in a batch (clDNN fsv16 weights, 16-channel DC blocks): the 32-row
 // network above would need 32 rows of one matrix, so two matrices run side by side instead,
 // matrix i in lane 0 and matrix i + 1 in lane 1, and each result is stored as two 16-byte columns.
@@ -202,8 +208,7 @@ struct Cur2 {
 struct V : avx2::V {
   template <int Bytes, class R1>
   NPUPACK_AI reg load(const Rows2<R1>& r, int k) {
-    return _mm256_blend_epi32(_mm256_castsi128_si256(load_row<Bytes>(r.a, k)),
-                              _mm256_broadcastsi128_si256(load_row<Bytes>(r.b, k)), 0xF0);
+    return lanes(load_row<Bytes>(r.a, k), load_row<Bytes>(r.b, k));
   }
   NPUPACK_AI void store(Cols2 d, reg v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d.a), _mm256_castsi256_si128(v));
@@ -253,11 +258,6 @@ __attribute__((always_inline)) inline void block_u16(const Rows<Ends, Fixed, Las
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d[j]), _mm256_castsi256_si128(out[j]));
     if (8 + j < NC) _mm_storeu_si128(reinterpret_cast<__m128i*>(d[8 + j]), _mm256_extracti128_si256(out[j], 1));
   }
-}
-
-// Row k in lane 0, row k + 8 in lane 1 (loads and a blend: the shuffle ports stay free).
-NPUPACK_AI V::reg lanes(__m128i lo, __m128i hi) {
-  return _mm256_blend_epi32(_mm256_castsi128_si256(lo), _mm256_broadcastsi128_si256(hi), 0xF0);
 }
 
 // Columns 8..NC-1 of row k of 16-bit elements; the last row's read ends at its last element.
@@ -314,9 +314,8 @@ void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
       if constexpr (decltype(col.at(0, 0))::kStream) prefetch_rows<16, 32>(s, c);
       R a[8], out[8];
       for (int k = 0; k < 8; ++k) {
-        const R lo = _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])));
-        const R hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
-        a[k] = _mm256_blend_epi32(lo, hi, 0xF0);
+        a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
       }
       network_8x8_u16(a, out);
       const auto d = col.at(c, 2 * r);
