@@ -253,6 +253,24 @@ def test_fsv16_weights_with_whole_feature_blocks(fs, yx):
     assert np.array_equal(ov.unpack(got, info.name, x.shape, np.int8), x)
 
 
+@pytest.mark.parametrize("name", ["os_is_yx_isv16_osv16", "is_os_yx_isv16_osv16", "os_is_yx_osv16_isv16"])
+@pytest.mark.parametrize("yx", [(3, 3), (2, 5), (4, 4), (3, 4)], ids=str)
+@pytest.mark.parametrize("oi", [(16, 16), (32, 48), (33, 32), (16, 17)], ids=str)
+def test_isv16_osv16_weights_on_kernels_of_9_to_16_taps(name, yx, oi):
+    """[isv][osv] blocks of 3x3-like kernels: int8 packing gives each isv step's 16 x taps matrix
+    to the narrow kernels as one batch (two 16-row matrices per register), 16-bit and unpacking
+    transpose the isv steps together as one group. Whole and partial o and i blocks, a dirty
+    buffer, int8 and fp16, against the reference."""
+    info = next(f for f in SUPPORTED if f.name == name)
+    for dtype in (np.int8, np.float16):
+        x = np.random.default_rng(sum(oi)).integers(-100, 100, oi + yx).astype(dtype)
+        n = ov.nbytes(name, x.shape, dtype)
+        out = np.full(n + 1, 0xA5, np.uint8)[1:]
+        got = ov.pack(x, name, out=out)
+        assert np.array_equal(got, ref_pack(info, x)), dtype
+        assert np.array_equal(ov.unpack(got, name, x.shape, dtype, check_padding=True), x), dtype
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])
 @pytest.mark.parametrize("batch", [1, 2, 3])
 def test_weight_format_on_small_batch_activations(batch, dtype):

@@ -317,6 +317,16 @@ void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
   for (int64_t i = 0; i < count; ++i) transpose(src + i * src_step, src_stride, dst + i * dst_step, dst_stride, rows, cols, eb);
 }
 
+bool batch_reads_rows_once_u8(int64_t rows, int64_t cols) {
+#if defined(NPUPACK_SSE2)
+  return cpu().avx2 && cols >= 9 && cols <= 16 && (rows >= 32 || rows == 16);
+#else
+  (void)rows;
+  (void)cols;
+  return false;
+#endif
+}
+
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
                        int64_t cols, int64_t eb) {
   dispatch(Strided{src, src_stride}, TableOut{dst, dst_cols}, rows, cols, eb);

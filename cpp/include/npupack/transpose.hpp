@@ -23,6 +23,11 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
 void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb);
 
+// True when transpose_batch runs a batch of rows x cols byte matrices in one SIMD kernel that
+// reads each source row once (9..16 columns; 32 rows and more, or exactly 16 rows, two matrices
+// per AVX2 register). On this CPU.
+bool batch_reads_rows_once_u8(int64_t rows, int64_t cols);
+
 // The same, with column c of the destination at dst + dst_cols[c] (a table of byte offsets).
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
                        int64_t cols, int64_t eb);
