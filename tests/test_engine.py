@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import npupack
 from npupack import LayoutError
 from npupack.layout import BlockedLayout, Dim
 
@@ -279,3 +280,26 @@ def test_tall_transposes(eb, row_counts):
                 assert np.array_equal(packed.view(dtype), x.T.reshape(-1)), (rows, cols, extra)
                 assert np.array_equal(packed, layout.pack(x, reference=True))
                 assert np.array_equal(layout.unpack(packed), x)
+
+
+@pytest.mark.parametrize("o_extent, pad_lo", [(64, 0), (96, 0), (33, 0), (31, 0), (1, 0), (64, 3), (30, 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_swizzled_dims_whole_and_partial(o_extent, pad_lo, threads):
+    """Swizzled digits (o%4 above (o/4)%8, as clDNN's *_swizzled_by_4): the fast path runs a
+    swizzled dim stored as whole blocks directly and one with a partial block or padding through
+    a copy extended to whole blocks and filled with the pad value. Against the offset_of path,
+    into a dirty buffer, with a pad value, one and two threads (the tensor is large enough to be
+    split), and back."""
+    dims = [Dim("o", o_extent, (4, 8), pad_lo=pad_lo, divisors=(1, 4)), Dim("i", 40, (8, 4)),
+            Dim("y", 13), Dim("x", 29)]
+    order = [("o", 0), ("i", 0), ("y", 0), ("x", 0), ("o", 1), ("i", 1), ("o", 2), ("i", 2)]
+    layout = BlockedLayout(dims, order, np.int16)
+    x = np.random.default_rng(o_extent).integers(-2**15, 2**15, layout.shape).astype(np.int16)
+    expected = layout.pack(x, pad_value=7, reference=True)
+    with npupack.num_threads(threads):
+        dirty = np.full(layout.nbytes + 1, 0xAB, np.uint8)[1:]
+        wide = np.zeros(x.shape[:3] + (2 * x.shape[3],), np.int16)
+        wide[..., ::2] = x
+        got = layout.pack(wide[..., ::2], pad_value=7, out=dirty)  # a strided view
+        assert np.array_equal(got, expected)
+        assert np.array_equal(layout.unpack(got), x)

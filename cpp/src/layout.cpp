@@ -113,14 +113,16 @@ BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> or
     }
   }
 
+  swizzled_.assign(dims_.size(), false);
   for (size_t i = 0; i < dims_.size(); ++i) {
     // Nested iff every tile's divisor is the default (the product of the tiles after it).
     const DimSpec& d = dims_[i];
     int64_t w = 1;
     for (size_t j = d.tiles.size(); j-- > 0;) {
-      if (!d.divisors.empty() && d.divisors[j] != w) monotonic_ = false;
+      if (!d.divisors.empty() && d.divisors[j] != w) swizzled_[i] = true;
       w *= d.tiles[j];
     }
+    if (swizzled_[i]) monotonic_ = false;
   }
 
   bool explicit_strides = std::any_of(order.begin(), order.end(), [](const AxisSpec& s) { return s.byte_stride != 0; });
@@ -180,6 +182,13 @@ BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> or
     nbytes_ = span;
   }
   holes_ = nbytes_ != checked_mul(elements_, elem_bytes_, "layout size");
+}
+
+bool BlockedLayout::whole_blocks(size_t d) const {
+  const DimSpec& s = dims_[d];
+  int64_t block = 1;
+  for (int64_t t : s.tiles) block *= t;
+  return !s.ragged && s.pad_lo == 0 && s.storage == s.extent && s.extent % block == 0;
 }
 
 int64_t BlockedLayout::stride_at(size_t a, const int64_t* outer_idx) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "npupack/checked.hpp"
@@ -27,15 +28,18 @@ void check_args(const BlockedLayout& L, const std::vector<int64_t>& logical_stri
   }
 }
 
-void fill_holes(const BlockedLayout& L, char* packed, const char* pad) {
-  if (!L.has_holes()) return;
-  const int64_t eb = L.elem_bytes();
+// `bytes` bytes of the element pattern `pad` (eb bytes; nullptr: zero).
+void fill_pad(char* p, int64_t bytes, int64_t eb, const char* pad) {
   const bool zero = pad == nullptr || std::all_of(pad, pad + eb, [](char c) { return c == 0; });
   if (zero) {
-    std::memset(packed, 0, static_cast<size_t>(L.nbytes()));
+    std::memset(p, 0, static_cast<size_t>(bytes));
     return;
   }
-  for (int64_t off = 0; off < L.nbytes(); off += eb) std::memcpy(packed + off, pad, static_cast<size_t>(eb));
+  for (int64_t off = 0; off < bytes; off += eb) std::memcpy(p + off, pad, static_cast<size_t>(eb));
+}
+
+void fill_holes(const BlockedLayout& L, char* packed, const char* pad) {
+  if (L.has_holes()) fill_pad(packed, L.nbytes(), L.elem_bytes(), pad);
 }
 
 // Calls f(logical byte offset, index) for every logical index, last dim fastest.
@@ -80,12 +84,81 @@ void run_parallel(const BlockedLayout& L, Executor& ex, const char* lin, char* l
   for_outer_ranges(L, ex, [&](Executor& e, int64_t lo, int64_t hi) { e.run_outer(lo, hi, lin, lout, pin, pout); });
 }
 
+// Swizzled layouts (clDNN's *_swizzled_by_N). The executor's loops take a dim's digits in any
+// order, but its clipping of partial blocks assumes nested digits. A swizzled dim stored as
+// whole blocks needs no clipping. A layout with a partial swizzled dim is run through a copy of
+// the logical tensor extended to whole blocks along those dims and filled with the pad value:
+// the extended layout gives every element the address the original gives it, and its extra
+// elements fall exactly on the holes.
+bool executor_takes(const BlockedLayout& L) {
+  for (size_t d = 0; d < L.dims().size(); ++d) {
+    if (L.swizzled(d) && !L.whole_blocks(d)) return false;
+  }
+  return true;
+}
+
+struct Extended {
+  BlockedLayout layout;          // the extended layout
+  BlockedLayout window;          // the original extents inside the extended tensor (its strides)
+  std::vector<int64_t> strides;  // C-contiguous byte strides of the extended tensor
+  int64_t base;                  // byte offset of the original index 0 in it
+  int64_t bytes;                 // its size
+};
+
+Extended extend(const BlockedLayout& L) {
+  const int64_t eb = L.elem_bytes();
+  const size_t n = L.dims().size();
+  std::vector<DimSpec> dims = L.dims(), window(n);
+  std::vector<int64_t> strides(n);
+  int64_t bytes = eb, base = 0;
+  for (size_t d = n; d-- > 0;) {
+    DimSpec& s = dims[d];
+    window[d].name = s.name;
+    window[d].extent = s.extent;
+    strides[d] = bytes;
+    if (L.swizzled(d) && !L.whole_blocks(d)) {
+      int64_t block = 1;
+      for (int64_t t : s.tiles) block *= t;  // checked by the layout
+      base = checked_add(base, checked_mul(s.pad_lo, bytes, "extended size"), "extended size");
+      s.extent = checked_mul(ceil_div(s.storage, block), block, "extended size");
+      s.pad_lo = 0;
+      s.storage = 0;
+    }
+    bytes = checked_mul(bytes, s.extent, "extended size");
+  }
+  // The same nest and strides (explicit ones do not mix with ragged dims; derived ones come out
+  // the same, as every outer count is unchanged).
+  std::vector<AxisSpec> order, window_order;
+  for (const auto& ax : L.axes()) order.push_back(AxisSpec{ax.dim, ax.level, L.ragged() ? 0 : ax.stride});
+  for (size_t d = 0; d < n; ++d) window_order.push_back(AxisSpec{static_cast<int>(d), 0, strides[d]});
+  return Extended{BlockedLayout(dims, order, eb), BlockedLayout(window, window_order, eb), strides, base, bytes};
+}
+
+void pack_extended(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
+                   char* packed, int64_t packed_size, const char* pad) {
+  const Extended e = extend(L);
+  std::unique_ptr<char[]> ext(new char[static_cast<size_t>(e.bytes)]);
+  fill_pad(ext.get(), e.bytes, L.elem_bytes(), pad);
+  Executor copy(e.window, logical_strides, true);
+  run_parallel(e.window, copy, logical, nullptr, nullptr, ext.get() + e.base);
+  pack(e.layout, ext.get(), e.strides, packed, packed_size, pad);
+}
+
+void unpack_extended(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
+                     const std::vector<int64_t>& logical_strides) {
+  const Extended e = extend(L);
+  std::unique_ptr<char[]> ext(new char[static_cast<size_t>(e.bytes)]);
+  unpack(e.layout, packed, packed_size, ext.get(), e.strides);
+  Executor copy(e.window, logical_strides, false);
+  run_parallel(e.window, copy, nullptr, logical, ext.get() + e.base, nullptr);
+}
+
 }  // namespace
 
 void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
           char* packed, int64_t packed_size, const char* pad) {
-  if (!L.monotonic()) return pack_reference(L, logical, logical_strides, packed, packed_size, pad);
   check_args(L, logical_strides, packed_size);
+  if (!executor_takes(L)) return pack_extended(L, logical, logical_strides, packed, packed_size, pad);
   Executor ex(L, logical_strides, true, pad);
   if (!ex.fills_holes()) fill_holes(L, packed, pad);
   run_parallel(L, ex, logical, nullptr, nullptr, packed);
@@ -99,7 +172,7 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
     if (logical_strides[i] != bytes) throw LayoutError("pack_checked: the logical tensor must be C-contiguous");
     bytes *= L.dims()[i].extent;
   }
-  if (L.monotonic()) {
+  if (executor_takes(L)) {
     Executor ex(L, logical_strides, true, pad);
     if (ex.outer_slabs()) {
       if (!ex.fills_holes()) fill_holes(L, packed, pad);
@@ -126,8 +199,8 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
 
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides) {
-  if (!L.monotonic()) return unpack_reference(L, packed, packed_size, logical, logical_strides);
   check_args(L, logical_strides, packed_size);
+  if (!executor_takes(L)) return unpack_extended(L, packed, packed_size, logical, logical_strides);
   Executor ex(L, logical_strides, false);
   run_parallel(L, ex, nullptr, logical, packed, nullptr);
 }

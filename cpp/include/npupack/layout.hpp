@@ -66,9 +66,13 @@ class BlockedLayout {
   // True when some bytes of [0, nbytes) hold no element (padded tiles, stride gaps).
   bool has_holes() const { return holes_; }
   bool ragged() const { return ragged_; }
-  // False when some dim's digit divisors are not nested (swizzled): the fast path then walks
-  // element by element through offset_of.
+  // False when some dim's digit divisors are not nested (swizzled).
   bool monotonic() const { return monotonic_; }
+  // Dim `d`'s digit divisors are not nested (clDNN's *_swizzled_by_N).
+  bool swizzled(size_t d) const { return swizzled_[d]; }
+  // Dim `d` is stored as whole blocks: no padding before blocking and an extent that is a
+  // multiple of its tiles' product (every block full, no holes along it).
+  bool whole_blocks(size_t d) const;
   int64_t elem_bytes() const { return elem_bytes_; }
   int64_t elements() const { return elements_; }
   const std::vector<DimSpec>& dims() const { return dims_; }
@@ -89,6 +93,7 @@ class BlockedLayout {
   bool holes_ = false;
   bool ragged_ = false;
   bool monotonic_ = true;
+  std::vector<bool> swizzled_;
 };
 
 }  // namespace npupack

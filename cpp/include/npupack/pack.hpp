@@ -2,8 +2,9 @@
 //
 // `logical` is the dense tensor in the layout's dim order, addressed through byte strides (any
 // sign, so non-contiguous NumPy views work without a copy). `packed` is the byte buffer of the
-// layout. The fast path walks the nest in memory order with a tight innermost loop; the
-// reference path computes offset_of for every element and exists to check the fast path.
+// layout. The fast path walks the nest in memory order with a tight innermost loop (a layout
+// with a swizzled dim that has a partial block goes through a copy extended to whole blocks);
+// the reference path computes offset_of for every element and exists to check the fast path.
 #pragma once
 #include <cstdint>
 #include <vector>
