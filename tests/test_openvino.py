@@ -271,6 +271,32 @@ def test_isv16_osv16_weights_on_kernels_of_9_to_16_taps(name, yx, oi):
         assert np.array_equal(ov.unpack(got, name, x.shape, dtype, check_padding=True), x), dtype
 
 
+SHORT_INNER_TILE = [f for f in SUPPORTED if f.kind == "weights" and f.rank == 4 and len(f.layout.tiles) >= 2
+                    and f.layout.tiles[-1].size < 16]
+
+
+@pytest.mark.parametrize("info", SHORT_INNER_TILE, ids=lambda f: f.name)
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_short_inner_tile_weights_on_larger_kernels(info, dtype):
+    """isv2 / isv4 weights (4 or 8 bytes of i per tap): the engine folds the block loops that
+    continue those bytes in the packed buffer (o%16, (i/4)%8, ...) into one tall transpose over a
+    table of source rows. Kernels of 4 to 25 taps (the SIMD blocks need 8 and more), whole and
+    partial o and i blocks, a dirty buffer, against the reference, and back."""
+    block = {d: 1 for d in info.layout.logical}
+    for t in info.layout.tiles:
+        block[t.dim] *= t.size
+    bo, bi = block["o"], block["i"]
+    rng = np.random.default_rng(bo + bi)
+    for shape in [(bo, bi, 3, 3), (bo, 2 * bi, 3, 3), (bo + 1, 2 * bi - 1, 3, 3), (2 * bo, 3 * bi, 4, 4),
+                  (bo, 2 * bi, 2, 5), (bo, 3, 5, 5), (bo, 2 * bi, 2, 2)]:
+        x = rng.integers(-100, 100, shape).astype(dtype)
+        n = ov.nbytes(info.name, shape, dtype)
+        out = np.full(n + 1, 0xA5, np.uint8)[1:]
+        got = ov.pack(x, info.name, out=out)
+        assert np.array_equal(got, ref_pack(info, x)), shape
+        assert np.array_equal(ov.unpack(got, info.name, shape, dtype, check_padding=True), x), shape
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])
 @pytest.mark.parametrize("batch", [1, 2, 3])
 def test_weight_format_on_small_batch_activations(batch, dtype):

@@ -80,6 +80,7 @@ class Executor {
     merge_contiguous();
     transpose_ = move_transpose_partner();
     if (transpose_ && !L.ragged()) group_transpose_columns();
+    if (transpose_ && !L.ragged() && group_ < 2) group_transpose_rows();
     tiles_ = plan_tile_blocks();
     // Outputs this large do not stay in the caches for a reader anyway.
     stream_ = to_packed_ && L.nbytes() >= kStreamTransposeBytes;
@@ -239,6 +240,38 @@ class Executor {
     }
   }
 
+  // Rows of a transposed pair too short for the SIMD blocks (clDNN's isv4 and isv2 weights:
+  // i%4 of a 3x3 kernel is 4 rows of 9 taps) may continue in the packed buffer through loops
+  // further out (o%16 in os_is_yx_osv16_isv4 steps 4 bytes on). Folding those loops into the rows
+  // makes one transpose of 32 and more rows, whose source rows are found through a table of
+  // logical offsets, instead of one scalar 4 x taps transpose per step.
+  void group_transpose_rows() {
+    if (!loops_.back().exact || loops_.back().extent * eb_ >= kShortRowBytes) return;
+    std::vector<int64_t> rows(static_cast<size_t>(loops_.back().extent));
+    for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r) * loops_.back().lstep;
+    int64_t span = loops_.back().extent * eb_;  // packed bytes of the rows so far
+    for (bool grew = true; grew && span < kRowGroupBytes;) {
+      grew = false;
+      for (size_t m = 0; m + 2 < loops_.size(); ++m) {
+        const Loop lp = loops_[m];
+        if (!lp.exact || lp.pstep != span) continue;
+        std::vector<int64_t> more;
+        more.reserve(rows.size() * static_cast<size_t>(lp.extent));
+        for (int64_t j = 0; j < lp.extent; ++j) {
+          for (int64_t r : rows) more.push_back(j * lp.lstep + r);
+        }
+        rows.swap(more);
+        span *= lp.extent;
+        loops_.erase(loops_.begin() + static_cast<std::ptrdiff_t>(m));
+        grew = true;
+        break;
+      }
+    }
+    if (static_cast<int64_t>(rows.size()) == loops_.back().extent) return;
+    loops_.back().extent = static_cast<int64_t>(rows.size());
+    row_off_.swap(rows);
+  }
+
   void inner_group(int64_t loff, int64_t poff) {
     const Loop& in = loops_.back();
     const Range rin = range(in);
@@ -284,7 +317,7 @@ class Executor {
   bool fills_holes() {
     if (to_packed_ && row_gaps_possible()) return row_gaps_ = true;
     if (tiles_ && tiles_cover_all()) return true;
-    if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged()) return false;
+    if (!to_packed_ || !transpose_ || group_ > 1 || !row_off_.empty() || L_.ragged()) return false;
     const auto& dims = L_.dims();
     const Loop& in = loops_.back();
     int64_t elements = 1;
@@ -388,6 +421,12 @@ class Executor {
     const int64_t psx = pstride(x);
     if (transpose_) {
       // x is contiguous on the logical side, `in` on the packed side; x is exact (rx starts at 0).
+      if (!row_off_.empty()) {  // every loop of the rows is exact
+        const int64_t rows = static_cast<int64_t>(row_off_.size());
+        if (to_packed_) transpose_from_rows(lin_ + loff, row_off_.data(), pout_ + poff, psx, rows, x.extent, eb_);
+        else transpose_to_cols(pin_ + poff, psx, lout_ + loff, row_off_.data(), x.extent, rows, eb_);
+        return;
+      }
       if (x_tile_.hi > 0) {
         loff += x_tile_.lo * x.lstep;
         poff += x_tile_.lo * psx;
@@ -458,7 +497,7 @@ class Executor {
   // per step). In a ragged layout the strides and ranges inside the batch depend only on the
   // outer counts of ragged dims, so they hold for every step of b unless b is one of those.
   bool batch_pairs(const Loop& b, int64_t loff, int64_t poff) {
-    if (!transpose_ || group_ > 1) return false;
+    if (!transpose_ || group_ > 1 || !row_off_.empty()) return false;
     const Loop& x = loops_[loops_.size() - 2];
     const Loop& in = loops_.back();
     // b's own digit must not move the ranges of x and in (two levels of one padded dim).
@@ -495,7 +534,7 @@ class Executor {
   // tiled_pairs. Decided once per plan (tiles_), as fills_holes relies on it.
   bool plan_tile_blocks() const {
     const size_t n = loops_.size();
-    if (!to_packed_ || !transpose_ || group_ > 1 || L_.ragged() || n < 3) return false;
+    if (!to_packed_ || !transpose_ || group_ > 1 || !row_off_.empty() || L_.ragged() || n < 3) return false;
     const Loop& b = loops_[n - 3];
     const Loop& x = loops_[n - 2];
     const Loop& in = loops_[n - 1];
@@ -605,7 +644,7 @@ class Executor {
   // packed range stays in L1 and running all steps of the outer loop per tile writes each line
   // once. Returns false when the loop does not interleave or x is short.
   bool tiled_pairs(const Loop& b, int64_t loff, int64_t poff) {
-    if (!transpose_ || group_ > 1 || L_.ragged() || !b.exact || b.extent < 2) return false;
+    if (!transpose_ || group_ > 1 || !row_off_.empty() || L_.ragged() || !b.exact || b.extent < 2) return false;
     const Loop& x = loops_[loops_.size() - 2];
     const int64_t psx = pstride(x);
     if (!x.exact || b.pstep * b.extent > psx) return false;
@@ -679,6 +718,9 @@ class Executor {
   Range x_tile_{0, 0};              // tiled_pairs: the x columns inner_pair runs (hi 0: all)
   size_t group_ = 0;                // loops transposed together before the innermost (0: none)
   std::vector<int64_t> col_poff_;   // packed offset of each column of the group
+  std::vector<int64_t> row_off_;    // logical offset of each row of a row group (empty: none)
+  static constexpr int64_t kShortRowBytes = 16;  // group_transpose_rows: rows shorter than a SIMD block
+  static constexpr int64_t kRowGroupBytes = 64;  // group_transpose_rows: the rows it aims for
   std::vector<int64_t> idx_, base_;
   int64_t origin_ = 0;
   const char* lin_ = nullptr;
