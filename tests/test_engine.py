@@ -303,3 +303,21 @@ def test_swizzled_dims_whole_and_partial(o_extent, pad_lo, threads):
         got = layout.pack(wide[..., ::2], pad_value=7, out=dirty)  # a strided view
         assert np.array_equal(got, expected)
         assert np.array_equal(layout.unpack(got), x)
+
+
+@pytest.mark.parametrize("dtype, inner", [(np.uint8, 2), (np.uint8, 4), (np.uint8, 8), (np.uint16, 4), (np.uint32, 2)])
+@pytest.mark.parametrize("o_extent", [32, 37])
+def test_short_contiguous_inner_block_moves_as_one_element(dtype, inner, o_extent):
+    """An innermost block of 2..8 bytes contiguous on both sides (i%4 of clDNN's 1x1 isv4
+    weights) is moved as one wider element: o%16 x i/4 becomes a transpose of those elements.
+    A partial o block is padded with a multi-byte pad value (repeated to the wider element);
+    against the offset_of path, into a dirty buffer, and back."""
+    dims = [Dim("o", o_extent, (16,)), Dim("i", 3 * inner, (inner,))]
+    layout = BlockedLayout(dims, [("o", 0), ("i", 0), ("o", 1), ("i", 1)], dtype)
+    x = np.random.default_rng(inner).integers(1, 200, layout.shape).astype(dtype)
+    pad = {1: 0xA7, 2: 0x1234, 4: 0x12345678}[np.dtype(dtype).itemsize]
+    expected = layout.pack(x, pad_value=pad, reference=True)
+    dirty = np.full(layout.nbytes + 1, 0xAB, np.uint8)[1:]
+    assert np.array_equal(layout.pack(x, pad_value=pad, out=dirty), expected)
+    assert np.array_equal(layout.pack(x, reference=True), layout.pack(x))
+    assert np.array_equal(layout.unpack(expected), x)

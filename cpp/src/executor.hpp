@@ -57,7 +57,7 @@ class Executor {
  public:
   Executor(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
            const char* pad = nullptr)
-      : L_(L), to_packed_(to_packed), eb_(L.elem_bytes()), run_(run_for(L.elem_bytes())), pad_(pad) {
+      : L_(L), to_packed_(to_packed), eb_(L.elem_bytes()), run_(run_for(L.elem_bytes())), has_pad_(pad != nullptr) {
     const auto& axes = L.axes();
     const auto& dims = L.dims();
     std::vector<int64_t> padded(dims.size(), 1);
@@ -78,6 +78,11 @@ class Executor {
                             ax.weight * logical_strides[ax.dim], ax.stride, true});
     }
     merge_contiguous();
+    widen_elements();
+    // The pad value, repeated to the (widened) element size.
+    if (has_pad_) {
+      for (int64_t i = 0; i < eb_; ++i) pad_[static_cast<size_t>(i)] = pad[i % L.elem_bytes()];
+    }
     transpose_ = move_transpose_partner();
     if (transpose_ && !L.ragged()) group_transpose_columns();
     if (transpose_ && !L.ragged() && group_ < 2) group_transpose_rows();
@@ -169,6 +174,20 @@ class Executor {
       merged.push_back(lp);
     }
     loops_.swap(merged);
+  }
+
+  // An innermost loop of 2..8 bytes contiguous on both sides and always run whole (clDNN's 1x1
+  // weights: i%4 of os_is_yx_osv16_isv4, 4 bytes) is one element of that size: its rows then
+  // move as single elements (a transpose of 4-byte elements over o%16 and i/4) instead of a
+  // 4-byte copy per row.
+  void widen_elements() {
+    if (loops_.size() < 2 || L_.ragged()) return;
+    const Loop& in = loops_.back();
+    const int64_t bytes = in.extent * eb_;
+    if (!in.exact || in.lstep != eb_ || in.pstep != eb_ || (bytes != 2 && bytes != 4 && bytes != 8)) return;
+    loops_.pop_back();
+    eb_ = bytes;
+    run_ = run_for(eb_);
   }
 
   bool move_transpose_partner() {
@@ -300,7 +319,7 @@ class Executor {
     if (static_cast<int64_t>(pad_row_.size()) < cols * eb_) {
       const size_t n = static_cast<size_t>(cols * eb_), eb = static_cast<size_t>(eb_);
       pad_row_.assign(n, 0);
-      if (pad_) {  // the pattern, then doubling copies
+      if (has_pad_) {  // the pattern, then doubling copies
         std::memcpy(pad_row_.data(), pad_, eb);
         for (size_t done = eb; done < n; done *= 2) {
           std::memcpy(pad_row_.data() + done, pad_row_.data(), std::min(done, n - done));
@@ -334,7 +353,7 @@ class Executor {
       if (!lp.exact && lp.dim != in.dim) return false;
     }
     // No gaps: the packed size is that of the blocked extents (the innermost dim rounded up).
-    int64_t blocked = eb_;
+    int64_t blocked = L_.elem_bytes();
     for (const auto& ax : L_.axes()) blocked *= ax.extent;
     return blocked == L_.nbytes() && elements > 0;
   }
@@ -354,7 +373,7 @@ class Executor {
   }
 
   bool zero_pad() const {
-    if (pad_ == nullptr) return true;
+    if (!has_pad_) return true;
     for (int64_t i = 0; i < eb_; ++i) {
       if (pad_[i] != 0) return false;
     }
@@ -388,8 +407,9 @@ class Executor {
     else run_(pin_ + poff, pstep, lout_ + loff, lstep, n);
   }
 
-  // n rows of `row` bytes. The atom and channel-block sizes (32, 64, 128 bytes) get a copy of
-  // constant size, which compiles to a few vector moves instead of a memcpy call per row.
+  // n rows of `row` bytes. The atom and channel-block sizes (32, 64, 128 bytes) and the short
+  // inner blocks of clDNN's 1x1 weights (i%4, i%8, i%16: 4, 8, 16 bytes) get a copy of constant
+  // size, which compiles to a move or a few instead of a memcpy call per row.
   template <size_t N>
   static void copy_rows_n(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n) {
     if (sstep > static_cast<int64_t>(N) && n >= 8) {
@@ -406,6 +426,9 @@ class Executor {
   }
   static void copy_rows(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, size_t row) {
     switch (row) {
+      case 4: return copy_rows_n<4>(src, sstep, dst, dstep, n);
+      case 8: return copy_rows_n<8>(src, sstep, dst, dstep, n);
+      case 16: return copy_rows_n<16>(src, sstep, dst, dstep, n);
       case 32: return copy_rows_n<32>(src, sstep, dst, dstep, n);
       case 64: return copy_rows_n<64>(src, sstep, dst, dstep, n);
       case 128: return copy_rows_n<128>(src, sstep, dst, dstep, n);
@@ -566,7 +589,7 @@ class Executor {
       const Loop& lp = loops_[i];
       if (!lp.exact && lp.dim != b.dim && lp.dim != in.dim) return false;
     }
-    int64_t blocked = eb_;
+    int64_t blocked = L_.elem_bytes();
     for (const auto& ax : L_.axes()) blocked *= ax.extent;
     return blocked == L_.nbytes();
   }
@@ -697,7 +720,8 @@ class Executor {
   bool to_packed_;
   int64_t eb_;
   RunFn run_;
-  const char* pad_;                    // element pad value (nullptr: zero)
+  bool has_pad_;                       // a pad value was given (else zero)
+  char pad_[8] = {};                   // the pad value, repeated to eb_ bytes
   bool row_gaps_ = false;              // pack zeroes the gaps between rows itself
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
