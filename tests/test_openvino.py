@@ -297,6 +297,25 @@ def test_short_inner_tile_weights_on_larger_kernels(info, dtype):
         assert np.array_equal(ov.unpack(got, info.name, shape, dtype, check_padding=True), x), shape
 
 
+@pytest.mark.parametrize("name", ["b_fs_yx_fsv2", "b_fs_yx_fsv4", "bs_fs_yx_bsv16_fsv2", "bs_fs_yx_bsv16_fsv4",
+                                  "bs_fs_yx_bsv8_fsv2", "bs_fs_yx_bsv4_fsv4"])
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_fsv2_fsv4_blocks_as_interleaves(name, dtype):
+    """2 or 4 feature rows per block are interleaved 16 bytes of each row at a time: back-to-back
+    columns (fsv2 / fsv4) and columns a bsv block apart (a partial b block, so b%16 cannot join the
+    rows), whole and partial feature blocks (pad rows), x of whole steps plus a remainder; a dirty
+    buffer, int8 and fp16, against the reference, and back."""
+    info = next(f for f in SUPPORTED if f.name == name)
+    rng = np.random.default_rng(7)
+    for shape in [(3, 8, 2, 37), (5, 7, 3, 16), (2, 6, 1, 45)]:
+        x = rng.integers(-100, 100, shape).astype(dtype)
+        n = ov.nbytes(name, shape, dtype)
+        out = np.full(n + 1, 0xA5, np.uint8)[1:]
+        got = ov.pack(x, name, out=out)
+        assert np.array_equal(got, ref_pack(info, x)), shape
+        assert np.array_equal(ov.unpack(got, name, shape, dtype, check_padding=True), x), shape
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])
 @pytest.mark.parametrize("batch", [1, 2, 3])
 def test_weight_format_on_small_batch_activations(batch, dtype):

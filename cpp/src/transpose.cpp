@@ -113,28 +113,56 @@ inline void tr8x8_u8(Cur s, __m128i d[4]) {
   narrow::sse2::network_8x8_u8(x, d);
 }
 
-// 2 or 4 rows into contiguous 2- or 4-byte columns (Kneron 4W4C8B atoms, 3-channel images padded
-// to 4): a byte interleave, 16 columns per step.
-template <class SR>
-void interleave_u8(SR row, char* dst, int64_t rows, int64_t cols) {
+// Interleaves of EB-byte elements: lo/hi of pairs of elements, then of pairs of pairs.
+template <int EB>
+inline __m128i unpack_lo(__m128i a, __m128i b) {
+  if constexpr (EB == 1) return _mm_unpacklo_epi8(a, b);
+  else if constexpr (EB == 2) return _mm_unpacklo_epi16(a, b);
+  else return _mm_unpacklo_epi32(a, b);
+}
+template <int EB>
+inline __m128i unpack_hi(__m128i a, __m128i b) {
+  if constexpr (EB == 1) return _mm_unpackhi_epi8(a, b);
+  else if constexpr (EB == 2) return _mm_unpackhi_epi16(a, b);
+  else return _mm_unpackhi_epi32(a, b);
+}
+
+// 2 or 4 rows of 1- or 2-byte elements, so rows * EB-byte columns (Kneron 4W4C8B atoms,
+// 3-channel images padded to 4, clDNN's fsv2 / fsv4 and bsv*_fsv2 / fsv4 blocks): an interleave,
+// 16 bytes of each row per step, which leaves the columns in order in 2 or 4 registers. Back to
+// back columns are stored 16 bytes at a time; columns further apart (a bsv16_fsv4 block: 4 bytes
+// every 64) one by one, still a store per column instead of one per element.
+template <int EB, int Rows, class SR>
+void interleave(SR row, StridedOut col, int64_t cols) {
+  constexpr int64_t per = 16 / EB;     // columns per step
+  constexpr int64_t width = Rows * EB;  // bytes per column
   int64_t c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    const auto s = row.at(0, c);
+  for (; c + per <= cols; c += per) {
+    const auto s = row.at(0, c * EB);
+    __m128i out[4];
     const __m128i a = load16(s[0]), b = load16(s[1]);
-    if (rows == 2) {
-      store16(dst + 2 * c, _mm_unpacklo_epi8(a, b));
-      store16(dst + 2 * c + 16, _mm_unpackhi_epi8(a, b));
+    if constexpr (Rows == 2) {
+      out[0] = unpack_lo<EB>(a, b);
+      out[1] = unpack_hi<EB>(a, b);
+    } else {
+      const __m128i cc = load16(s[2]), d = load16(s[3]);
+      const __m128i ab_lo = unpack_lo<EB>(a, b), ab_hi = unpack_hi<EB>(a, b);
+      const __m128i cd_lo = unpack_lo<EB>(cc, d), cd_hi = unpack_hi<EB>(cc, d);
+      out[0] = unpack_lo<2 * EB>(ab_lo, cd_lo);
+      out[1] = unpack_hi<2 * EB>(ab_lo, cd_lo);
+      out[2] = unpack_lo<2 * EB>(ab_hi, cd_hi);
+      out[3] = unpack_hi<2 * EB>(ab_hi, cd_hi);
+    }
+    char* const d0 = col(c);
+    if (col.stride == width) {
+      for (int k = 0; k < Rows; ++k) store16(d0 + 16 * k, out[k]);
       continue;
     }
-    const __m128i cc = load16(s[2]), d = load16(s[3]);
-    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-    const __m128i cd_lo = _mm_unpacklo_epi8(cc, d), cd_hi = _mm_unpackhi_epi8(cc, d);
-    store16(dst + 4 * c, _mm_unpacklo_epi16(ab_lo, cd_lo));
-    store16(dst + 4 * c + 16, _mm_unpackhi_epi16(ab_lo, cd_lo));
-    store16(dst + 4 * c + 32, _mm_unpacklo_epi16(ab_hi, cd_hi));
-    store16(dst + 4 * c + 48, _mm_unpackhi_epi16(ab_hi, cd_hi));
+    alignas(16) char t[64];
+    for (int k = 0; k < Rows; ++k) _mm_store_si128(reinterpret_cast<__m128i*>(t + 16 * k), out[k]);
+    for (int64_t j = 0; j < per; ++j) std::memcpy(d0 + j * col.stride, t + j * width, width);
   }
-  scalar<1>(row, StridedOut{dst, rows}, 0, rows, c, cols);
+  scalar<EB>(row, col, 0, Rows, c, cols);
 }
 
 // Rows of 9..16 columns read whole (transpose_narrow.hpp). NC is a template argument so the
@@ -214,7 +242,8 @@ void blocks_u16_8x8(SR row, DC col, int64_t rows, int64_t cols) {
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
-    if ((rows == 2 || rows == 4) && col.stride == rows) return interleave_u8(row, col.base, rows, cols);
+    if (rows == 2) return interleave<1, 2>(row, col, cols);
+    if (rows == 4) return interleave<1, 4>(row, col, cols);
   }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
@@ -237,6 +266,10 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
 
 template <class SR, class DC>
 void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
+  if constexpr (std::is_same_v<DC, StridedOut>) {
+    if (rows == 2) return interleave<2, 2>(row, col, cols);
+    if (rows == 4) return interleave<2, 4>(row, col, cols);
+  }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
   }
