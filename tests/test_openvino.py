@@ -316,6 +316,24 @@ def test_fsv2_fsv4_blocks_as_interleaves(name, dtype):
         assert np.array_equal(ov.unpack(got, name, shape, dtype, check_padding=True), x), shape
 
 
+@pytest.mark.parametrize("name", ["ioyx", "gioyx", "giozyx"])
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_planar_swaps_move_whole_kernels(name, dtype):
+    """ioyx-like swaps move each kernel's y*x taps as one row of 5..31 bytes (two overlapping
+    moves) or of other sizes (4, 8, 16 and from 32 bytes on); a dirty buffer, against the
+    reference, and back."""
+    info = next(f for f in SUPPORTED if f.name == name)
+    rng = np.random.default_rng(11)
+    for yx in [(3, 3), (5, 5), (2, 3), (1, 7), (2, 2), (4, 4), (1, 1), (7, 7)]:
+        shape = {4: (6, 5), 5: (2, 3, 4), 6: (2, 3, 4, 1)}[info.rank] + yx
+        x = rng.integers(-100, 100, shape).astype(dtype)
+        n = ov.nbytes(name, shape, dtype)
+        out = np.full(n + 1, 0xA5, np.uint8)[1:]
+        got = ov.pack(x, name, out=out)
+        assert np.array_equal(got, ref_pack(info, x)), shape
+        assert np.array_equal(ov.unpack(got, name, shape, dtype), x), shape
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])
 @pytest.mark.parametrize("batch", [1, 2, 3])
 def test_weight_format_on_small_batch_activations(batch, dtype):
