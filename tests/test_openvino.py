@@ -29,6 +29,16 @@ def ref_pack(info, x, lo=None, hi=None):
                     lo, hi)
 
 
+def assert_packs_like_reference(info, x, check_padding=True):
+    """Pack ``x`` into a dirty, misaligned ``out`` buffer: equal to the reference byte for byte,
+    and unpacked back to ``x``."""
+    n = ov.nbytes(info.name, x.shape, x.dtype)
+    out = np.full(n + 1, 0xA5, np.uint8)[1:]
+    got = ov.pack(x, info.name, out=out)
+    assert np.array_equal(got, ref_pack(info, x)), x.shape
+    assert np.array_equal(ov.unpack(got, info.name, x.shape, x.dtype, check_padding=check_padding), x), x.shape
+
+
 def engine_shape(info, shape):
     """The shape the engine sees: merged yx for gs_oi_yxs_* formats."""
     return shape[:3] + (shape[3] * shape[4],) if "yx" in info.layout.logical else shape
@@ -264,11 +274,7 @@ def test_isv16_osv16_weights_on_kernels_of_9_to_16_taps(name, yx, oi):
     info = next(f for f in SUPPORTED if f.name == name)
     for dtype in (np.int8, np.float16):
         x = np.random.default_rng(sum(oi)).integers(-100, 100, oi + yx).astype(dtype)
-        n = ov.nbytes(name, x.shape, dtype)
-        out = np.full(n + 1, 0xA5, np.uint8)[1:]
-        got = ov.pack(x, name, out=out)
-        assert np.array_equal(got, ref_pack(info, x)), dtype
-        assert np.array_equal(ov.unpack(got, name, x.shape, dtype, check_padding=True), x), dtype
+        assert_packs_like_reference(info, x)
 
 
 SHORT_INNER_TILE = [f for f in SUPPORTED if f.kind == "weights" and f.rank == 4 and len(f.layout.tiles) >= 2
@@ -309,11 +315,7 @@ def test_fsv2_fsv4_blocks_as_interleaves(name, dtype):
     rng = np.random.default_rng(7)
     for shape in [(3, 8, 2, 37), (5, 7, 3, 16), (2, 6, 1, 45)]:
         x = rng.integers(-100, 100, shape).astype(dtype)
-        n = ov.nbytes(name, shape, dtype)
-        out = np.full(n + 1, 0xA5, np.uint8)[1:]
-        got = ov.pack(x, name, out=out)
-        assert np.array_equal(got, ref_pack(info, x)), shape
-        assert np.array_equal(ov.unpack(got, name, shape, dtype, check_padding=True), x), shape
+        assert_packs_like_reference(info, x)
 
 
 @pytest.mark.parametrize("name", ["ioyx", "gioyx", "giozyx"])
@@ -327,11 +329,23 @@ def test_planar_swaps_move_whole_kernels(name, dtype):
     for yx in [(3, 3), (5, 5), (2, 3), (1, 7), (2, 2), (4, 4), (1, 1), (7, 7)]:
         shape = {4: (6, 5), 5: (2, 3, 4), 6: (2, 3, 4, 1)}[info.rank] + yx
         x = rng.integers(-100, 100, shape).astype(dtype)
-        n = ov.nbytes(name, shape, dtype)
-        out = np.full(n + 1, 0xA5, np.uint8)[1:]
-        got = ov.pack(x, name, out=out)
-        assert np.array_equal(got, ref_pack(info, x)), shape
-        assert np.array_equal(ov.unpack(got, name, shape, dtype), x), shape
+        assert_packs_like_reference(info, x, check_padding=False)
+
+
+@pytest.mark.parametrize("name", ["o_is_yx_isv4", "os_is_yx_isv8_osv16_isv2", "os_is_yx_osv16_isv4"])
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_short_blocks_of_few_taps_as_a_batch(name, dtype):
+    """Matrices of 2 or 4 rows of 8..15 bytes (i%4 x 3x3 taps in o_is_yx_isv4; i%2 or i%4 where
+    a partial o block keeps o%16 out of the rows) run as one batch, each row read whole and the
+    last one read to end at its last byte: back-to-back and spread columns, whole and partial
+    blocks, a dirty buffer, against the reference, and back."""
+    info = next(f for f in SUPPORTED if f.name == name)
+    rng = np.random.default_rng(13)
+    for oi in [(3, 8), (17, 16), (5, 7)]:
+        for yx in [(3, 3), (2, 5), (3, 5), (1, 8), (2, 2), (2, 3), (1, 7)]:
+            shape = oi + yx
+            x = rng.integers(-100, 100, shape).astype(dtype)
+            assert_packs_like_reference(info, x)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])

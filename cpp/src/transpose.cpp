@@ -127,6 +127,74 @@ inline __m128i unpack_hi(__m128i a, __m128i b) {
   else return _mm_unpackhi_epi32(a, b);
 }
 
+// 2 or 4 rows (16 bytes of each in v) interleaved into their columns, in order, Rows * EB bytes
+// each: 2 or 4 registers.
+template <int EB, int Rows>
+inline void interleave_regs(const __m128i* v, __m128i* out) {
+  if constexpr (Rows == 2) {
+    out[0] = unpack_lo<EB>(v[0], v[1]);
+    out[1] = unpack_hi<EB>(v[0], v[1]);
+  } else {
+    const __m128i ab_lo = unpack_lo<EB>(v[0], v[1]), ab_hi = unpack_hi<EB>(v[0], v[1]);
+    const __m128i cd_lo = unpack_lo<EB>(v[2], v[3]), cd_hi = unpack_hi<EB>(v[2], v[3]);
+    out[0] = unpack_lo<2 * EB>(ab_lo, cd_lo);
+    out[1] = unpack_hi<2 * EB>(ab_lo, cd_lo);
+    out[2] = unpack_lo<2 * EB>(ab_hi, cd_hi);
+    out[3] = unpack_hi<2 * EB>(ab_hi, cd_hi);
+  }
+}
+
+// A batch of matrices of 2 or 4 rows of Bytes (8..15) bytes, fewer than an interleave step,
+// rows `stride` >= Bytes apart (o_is_yx_isv4 on a 3x3 kernel: 4 rows of 9 taps per o and i/4).
+// Each row is read whole: every row but the last reads on into the next row's place, and the
+// last is read so that the read ends at its last byte, then shifted into place, so nothing
+// outside the matrix's span is read. The columns, Rows * EB bytes each, are stored back to back
+// in one copy of constant size, or one by one.
+template <int EB, int Rows, int Bytes>
+void interleave_short(Strided row, StridedOut col, const narrow::Batch& batch) {
+  constexpr int64_t width = Rows * EB, n = Bytes / EB;
+  for (int64_t i = 0; i < batch.count; ++i, row.base += batch.sstep, col.base += batch.dstep) {
+    __m128i v[4], out[4];
+    for (int k = 0; k + 1 < Rows; ++k) v[k] = load16(row(k));
+    v[Rows - 1] = _mm_srli_si128(load16(row(Rows - 1) + Bytes - 16), 16 - Bytes);
+    interleave_regs<EB, Rows>(v, out);
+    alignas(16) char t[64];
+    for (int k = 0; k < Rows; ++k) _mm_store_si128(reinterpret_cast<__m128i*>(t + 16 * k), out[k]);
+    if (col.stride == width) {
+      std::memcpy(col.base, t, n * width);
+    } else {
+      for (int64_t j = 0; j < n; ++j) std::memcpy(col.base + j * col.stride, t + j * width, width);
+    }
+  }
+}
+
+template <int EB, int Rows>
+bool try_interleave_short(const Strided& row, StridedOut col, int64_t cols, const narrow::Batch& b) {
+  const int64_t bytes = cols * EB;
+  if (bytes < 8 || bytes >= 16 || row.stride < bytes) return false;
+  switch (bytes) {
+    case 8: interleave_short<EB, Rows, 8>(row, col, b); break;
+    case 9: interleave_short<EB, Rows, 9>(row, col, b); break;
+    case 10: interleave_short<EB, Rows, 10>(row, col, b); break;
+    case 11: interleave_short<EB, Rows, 11>(row, col, b); break;
+    case 12: interleave_short<EB, Rows, 12>(row, col, b); break;
+    case 13: interleave_short<EB, Rows, 13>(row, col, b); break;
+    case 14: interleave_short<EB, Rows, 14>(row, col, b); break;
+    default: interleave_short<EB, Rows, 15>(row, col, b); break;
+  }
+  return true;
+}
+
+// The short interleaves for this element size and row count, if they take the shape.
+bool try_short_rows(const Strided& row, StridedOut col, int64_t rows, int64_t cols, int64_t eb,
+                    const narrow::Batch& b) {
+  if (eb == 1 && rows == 2) return try_interleave_short<1, 2>(row, col, cols, b);
+  if (eb == 1 && rows == 4) return try_interleave_short<1, 4>(row, col, cols, b);
+  if (eb == 2 && rows == 2) return try_interleave_short<2, 2>(row, col, cols, b);
+  if (eb == 2 && rows == 4) return try_interleave_short<2, 4>(row, col, cols, b);
+  return false;
+}
+
 // 2 or 4 rows of 1- or 2-byte elements, so rows * EB-byte columns (Kneron 4W4C8B atoms,
 // 3-channel images padded to 4, clDNN's fsv2 / fsv4 and bsv*_fsv2 / fsv4 blocks): an interleave,
 // 16 bytes of each row per step, which leaves the columns in order in 2 or 4 registers. Back to
@@ -342,8 +410,9 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
 void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb) {
 #if defined(NPUPACK_SSE2)
-  if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb,
-                 narrow::Batch{count, src_step, dst_step})) {
+  const narrow::Batch batch{count, src_step, dst_step};
+  if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch) ||
+      try_short_rows(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) {
     return;
   }
 #endif
