@@ -291,6 +291,10 @@ class Executor {
     row_off_.swap(rows);
   }
 
+  // A transposed pair whose rows are `in`'s steps and whose columns are x's: neither a column
+  // group nor a row table (the tiled, batched and hole-filling plans assume this).
+  bool plain_pair() const { return transpose_ && group_ < 2 && row_off_.empty(); }
+
   void inner_group(int64_t loff, int64_t poff) {
     const Loop& in = loops_.back();
     const Range rin = range(in);
@@ -336,7 +340,7 @@ class Executor {
   bool fills_holes() {
     if (to_packed_ && row_gaps_possible()) return row_gaps_ = true;
     if (tiles_ && tiles_cover_all()) return true;
-    if (!to_packed_ || !transpose_ || group_ > 1 || !row_off_.empty() || L_.ragged()) return false;
+    if (!to_packed_ || !plain_pair() || L_.ragged()) return false;
     const auto& dims = L_.dims();
     const Loop& in = loops_.back();
     int64_t elements = 1;
@@ -534,7 +538,7 @@ class Executor {
   // per step). In a ragged layout the strides and ranges inside the batch depend only on the
   // outer counts of ragged dims, so they hold for every step of b unless b is one of those.
   bool batch_pairs(const Loop& b, int64_t loff, int64_t poff) {
-    if (!transpose_ || group_ > 1 || !row_off_.empty()) return false;
+    if (!plain_pair()) return false;
     const Loop& x = loops_[loops_.size() - 2];
     const Loop& in = loops_.back();
     // b's own digit must not move the ranges of x and in (two levels of one padded dim).
@@ -571,7 +575,7 @@ class Executor {
   // tiled_pairs. Decided once per plan (tiles_), as fills_holes relies on it.
   bool plan_tile_blocks() const {
     const size_t n = loops_.size();
-    if (!to_packed_ || !transpose_ || group_ > 1 || !row_off_.empty() || L_.ragged() || n < 3) return false;
+    if (!to_packed_ || !plain_pair() || L_.ragged() || n < 3) return false;
     const Loop& b = loops_[n - 3];
     const Loop& x = loops_[n - 2];
     const Loop& in = loops_[n - 1];
@@ -681,7 +685,7 @@ class Executor {
   // packed range stays in L1 and running all steps of the outer loop per tile writes each line
   // once. Returns false when the loop does not interleave or x is short.
   bool tiled_pairs(const Loop& b, int64_t loff, int64_t poff) {
-    if (!transpose_ || group_ > 1 || !row_off_.empty() || L_.ragged() || !b.exact || b.extent < 2) return false;
+    if (!plain_pair() || L_.ragged() || !b.exact || b.extent < 2) return false;
     const Loop& x = loops_[loops_.size() - 2];
     const int64_t psx = pstride(x);
     if (!x.exact || b.pstep * b.extent > psx) return false;

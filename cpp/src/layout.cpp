@@ -184,11 +184,15 @@ BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> or
   holes_ = nbytes_ != checked_mul(elements_, elem_bytes_, "layout size");
 }
 
+int64_t BlockedLayout::tile_product(size_t d) const {
+  int64_t block = 1;
+  for (int64_t t : dims_[d].tiles) block *= t;  // checked in the constructor
+  return block;
+}
+
 bool BlockedLayout::whole_blocks(size_t d) const {
   const DimSpec& s = dims_[d];
-  int64_t block = 1;
-  for (int64_t t : s.tiles) block *= t;
-  return !s.ragged && s.pad_lo == 0 && s.storage == s.extent && s.extent % block == 0;
+  return !s.ragged && s.pad_lo == 0 && s.storage == s.extent && s.extent % tile_product(d) == 0;
 }
 
 int64_t BlockedLayout::stride_at(size_t a, const int64_t* outer_idx) const {

@@ -117,8 +117,7 @@ Extended extend(const BlockedLayout& L) {
     window[d].extent = s.extent;
     strides[d] = bytes;
     if (L.swizzled(d) && !L.whole_blocks(d)) {
-      int64_t block = 1;
-      for (int64_t t : s.tiles) block *= t;  // checked by the layout
+      const int64_t block = L.tile_product(d);
       base = checked_add(base, checked_mul(s.pad_lo, bytes, "extended size"), "extended size");
       s.extent = checked_mul(ceil_div(s.storage, block), block, "extended size");
       s.pad_lo = 0;

@@ -144,6 +144,24 @@ inline void interleave_regs(const __m128i* v, __m128i* out) {
   }
 }
 
+// The first N columns held in out (Rows * EB bytes each, in order) to dst, `stride` bytes
+// apart: back to back in 16-byte stores or one copy of constant size, else one by one.
+template <int EB, int Rows, int64_t N>
+inline void store_columns(const __m128i* out, char* dst, int64_t stride) {
+  constexpr int64_t width = Rows * EB;
+  if (stride == width && N * width == 16 * Rows) {
+    for (int k = 0; k < Rows; ++k) store16(dst + 16 * k, out[k]);
+    return;
+  }
+  alignas(16) char t[64];
+  for (int k = 0; k < Rows; ++k) _mm_store_si128(reinterpret_cast<__m128i*>(t + 16 * k), out[k]);
+  if (stride == width) {
+    std::memcpy(dst, t, N * width);
+  } else {
+    for (int64_t j = 0; j < N; ++j) std::memcpy(dst + j * stride, t + j * width, width);
+  }
+}
+
 // A batch of matrices of 2 or 4 rows of Bytes (8..15) bytes, fewer than an interleave step,
 // rows `stride` >= Bytes apart (o_is_yx_isv4 on a 3x3 kernel: 4 rows of 9 taps per o and i/4).
 // Each row is read whole: every row but the last reads on into the next row's place, and the
@@ -152,19 +170,13 @@ inline void interleave_regs(const __m128i* v, __m128i* out) {
 // in one copy of constant size, or one by one.
 template <int EB, int Rows, int Bytes>
 void interleave_short(Strided row, StridedOut col, const narrow::Batch& batch) {
-  constexpr int64_t width = Rows * EB, n = Bytes / EB;
+  constexpr int64_t n = Bytes / EB;
   for (int64_t i = 0; i < batch.count; ++i, row.base += batch.sstep, col.base += batch.dstep) {
     __m128i v[4], out[4];
     for (int k = 0; k + 1 < Rows; ++k) v[k] = load16(row(k));
     v[Rows - 1] = _mm_srli_si128(load16(row(Rows - 1) + Bytes - 16), 16 - Bytes);
     interleave_regs<EB, Rows>(v, out);
-    alignas(16) char t[64];
-    for (int k = 0; k < Rows; ++k) _mm_store_si128(reinterpret_cast<__m128i*>(t + 16 * k), out[k]);
-    if (col.stride == width) {
-      std::memcpy(col.base, t, n * width);
-    } else {
-      for (int64_t j = 0; j < n; ++j) std::memcpy(col.base + j * col.stride, t + j * width, width);
-    }
+    store_columns<EB, Rows, n>(out, col.base, col.stride);
   }
 }
 
@@ -202,33 +214,14 @@ bool try_short_rows(const Strided& row, StridedOut col, int64_t rows, int64_t co
 // every 64) one by one, still a store per column instead of one per element.
 template <int EB, int Rows, class SR>
 void interleave(SR row, StridedOut col, int64_t cols) {
-  constexpr int64_t per = 16 / EB;     // columns per step
-  constexpr int64_t width = Rows * EB;  // bytes per column
+  constexpr int64_t per = 16 / EB;  // columns per step
   int64_t c = 0;
   for (; c + per <= cols; c += per) {
     const auto s = row.at(0, c * EB);
-    __m128i out[4];
-    const __m128i a = load16(s[0]), b = load16(s[1]);
-    if constexpr (Rows == 2) {
-      out[0] = unpack_lo<EB>(a, b);
-      out[1] = unpack_hi<EB>(a, b);
-    } else {
-      const __m128i cc = load16(s[2]), d = load16(s[3]);
-      const __m128i ab_lo = unpack_lo<EB>(a, b), ab_hi = unpack_hi<EB>(a, b);
-      const __m128i cd_lo = unpack_lo<EB>(cc, d), cd_hi = unpack_hi<EB>(cc, d);
-      out[0] = unpack_lo<2 * EB>(ab_lo, cd_lo);
-      out[1] = unpack_hi<2 * EB>(ab_lo, cd_lo);
-      out[2] = unpack_lo<2 * EB>(ab_hi, cd_hi);
-      out[3] = unpack_hi<2 * EB>(ab_hi, cd_hi);
-    }
-    char* const d0 = col(c);
-    if (col.stride == width) {
-      for (int k = 0; k < Rows; ++k) store16(d0 + 16 * k, out[k]);
-      continue;
-    }
-    alignas(16) char t[64];
-    for (int k = 0; k < Rows; ++k) _mm_store_si128(reinterpret_cast<__m128i*>(t + 16 * k), out[k]);
-    for (int64_t j = 0; j < per; ++j) std::memcpy(d0 + j * col.stride, t + j * width, width);
+    __m128i v[4], out[4];
+    for (int k = 0; k < Rows; ++k) v[k] = load16(s[k]);
+    interleave_regs<EB, Rows>(v, out);
+    store_columns<EB, Rows, per>(out, col(c), col.stride);
   }
   scalar<EB>(row, col, 0, Rows, c, cols);
 }

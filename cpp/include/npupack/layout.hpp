@@ -73,6 +73,8 @@ class BlockedLayout {
   // Dim `d` is stored as whole blocks: no padding before blocking and an extent that is a
   // multiple of its tiles' product (every block full, no holes along it).
   bool whole_blocks(size_t d) const;
+  // Elements of one block of dim `d`: the product of its tiles.
+  int64_t tile_product(size_t d) const;
   int64_t elem_bytes() const { return elem_bytes_; }
   int64_t elements() const { return elements_; }
   const std::vector<DimSpec>& dims() const { return dims_; }
