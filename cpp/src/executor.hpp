@@ -87,6 +87,7 @@ class Executor {
     if (transpose_ && !L.ragged()) group_transpose_columns();
     if (transpose_ && !L.ragged() && group_ < 2) group_transpose_rows();
     tiles_ = plan_tile_blocks();
+    prefetch_slabs_ = to_packed_ && outer_slabs() && c_contiguous(logical_strides);
     // Outputs this large do not stay in the caches for a reader anyway.
     stream_ = to_packed_ && L.nbytes() >= kStreamTransposeBytes;
     idx_.assign(axes.size(), 0);
@@ -135,6 +136,7 @@ class Executor {
     const int64_t saved = base_[lp.dim];
     for (int64_t i = std::max(lo, r.lo); i < std::min(hi, r.hi); ++i) {
       enter(lp, i, saved);
+      outer_i_ = i;
       rec(1, origin_ + i * lp.lstep, i * ps);
     }
     if (!lp.exact) {  // as rec leaves it: the next call starts from the same state
@@ -437,6 +439,20 @@ class Executor {
       std::memcpy(dst + i * dstep + row - W, src + i * sstep + row - W, W);
     }
   }
+  // copy_rows_n for the rows of a DC channel block (64 or 128 bytes), with the pending prefetch
+  // range (next_slab_part) spread over the rows: one row's share of lines before each row.
+  template <size_t N>
+  void copy_rows_ahead(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n) {
+    const int64_t per = ((pf_hi_ - pf_lo_) / n + 64) / 64 * 64;
+    const char* p = lin_ + pf_lo_;
+    const char* end = lin_ + pf_hi_;
+    for (int64_t i = 0; i < n; ++i) {
+      const char* stop = end - p < per ? end : p + per;
+      for (; p < stop; p += 64) __builtin_prefetch(p);
+      std::memcpy(dst + i * dstep, src + i * sstep, N);
+    }
+    pf_lo_ = pf_hi_ = 0;
+  }
   static void copy_rows(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, size_t row) {
     if (row > 4 && row < 32 && row != 8 && row != 16) {
       if (row < 8) return copy_rows_overlap<4>(src, sstep, dst, dstep, n, row);
@@ -512,6 +528,10 @@ class Executor {
             std::memcpy(d, lin_ + loff + i * x.lstep, row);
             if (i + 1 < nx) std::memset(d + row, 0, gap);
           }
+        } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 64) {
+          copy_rows_ahead<64>(lin_ + loff, x.lstep, pout_ + poff, psx, nx);
+        } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 128) {
+          copy_rows_ahead<128>(lin_ + loff, x.lstep, pout_ + poff, psx, nx);
         } else if (to_packed_) {
           copy_rows(lin_ + loff, x.lstep, pout_ + poff, psx, nx, row);
         } else {
@@ -554,7 +574,10 @@ class Executor {
         transpose_stream(lin_ + loff + i * b.lstep, in.lstep, pout_ + poff + i * psb, psx, rin.n(), rx.n(), eb_);
       }
     } else if (to_packed_) {
-      transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), rb.n(), eb_);
+      if (transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), rb.n(), eb_,
+                          pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr, pf_hi_ - pf_lo_)) {
+        pf_lo_ = pf_hi_ = 0;
+      }
     } else {
       transpose_batch(pin_ + poff, psx, psb, lout_ + loff, in.lstep, b.lstep, rx.n(), rin.n(), rb.n(), eb_);
     }
@@ -726,12 +749,36 @@ class Executor {
     const int64_t saved = base_[lp.dim];
     for (int64_t i = r.lo; i < r.hi; ++i) {
       enter(lp, i, saved);
+      if (li == 0) outer_i_ = i;
+      if (prefetch_slabs_ && li == 1) next_slab_part(i - r.lo, r.n());
       rec(li + 1, loff + i * lp.lstep, poff + i * ps);
+      pf_lo_ = pf_hi_ = 0;  // a plan whose kernels do not take the range prefetches nothing
     }
     if (!lp.exact) {
       base_[lp.dim] = saved;
       idx_[lp.axis] = 0;
     }
+  }
+
+  bool c_contiguous(const std::vector<int64_t>& strides) const {
+    int64_t bytes = L_.elem_bytes();
+    for (size_t i = strides.size(); i-- > 0;) {
+      if (strides[i] != bytes) return false;
+      bytes *= L_.dims()[i].extent;
+    }
+    return true;
+  }
+
+  // Part `part` of `parts` of the logical range that the next outer iteration reads (DC weights:
+  // the next kernel group), asked for while this one runs. A group's kernels are rows far apart
+  // in the source, read a block at a time: more streams than the hardware prefetchers follow,
+  // so past the caches the reads waited on memory. Spread over the iterations of the loop inside
+  // the outer one, the requests overlap with this group's packing.
+  void next_slab_part(int64_t part, int64_t parts) {
+    const auto next = outer_slab(outer_i_ + 1);
+    const int64_t chunk = ((next.second - next.first + parts - 1) / parts + 63) / 64 * 64;
+    pf_lo_ = std::min(next.second, next.first + part * chunk);
+    pf_hi_ = std::min(next.second, pf_lo_ + chunk);
   }
 
   const BlockedLayout& L_;
@@ -743,6 +790,9 @@ class Executor {
   bool row_gaps_ = false;              // pack zeroes the gaps between rows itself
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
+  bool prefetch_slabs_ = false;        // the next outer slab is prefetched (next_slab_part)
+  int64_t outer_i_ = 0;                // the outer iteration running
+  int64_t pf_lo_ = 0, pf_hi_ = 0;      // logical bytes the inner kernels are to prefetch
   bool tiles_ = false;                 // tile_blocks runs the loop outside the pair
   bool stream_ = false;                // inner_pair's and batch_pairs' transposes use transpose_stream
   std::vector<char> scratch_;          // tile_blocks: one transposed b x tile matrix

@@ -400,16 +400,16 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
   transpose(src, src_stride, dst, dst_stride, rows, cols, eb);
 }
 
-void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
-                     int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb) {
+bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
+                     int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb, const char* ahead,
+                     int64_t ahead_bytes) {
 #if defined(NPUPACK_SSE2)
-  const narrow::Batch batch{count, src_step, dst_step};
-  if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch) ||
-      try_short_rows(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) {
-    return;
-  }
+  const narrow::Batch batch{count, src_step, dst_step, ahead, ahead_bytes};
+  if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return true;
+  if (try_short_rows(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return false;
 #endif
   for (int64_t i = 0; i < count; ++i) transpose(src + i * src_step, src_stride, dst + i * dst_step, dst_stride, rows, cols, eb);
+  return false;
 }
 
 bool batch_reads_rows_once_u8(int64_t rows, int64_t cols) {

@@ -16,6 +16,7 @@
 // The network (transpose_network.inc) is compiled once per instruction set, each copy in its own
 // namespace and the AVX2 one inside a target pragma, so the baseline copy has no AVX instruction.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -70,9 +71,27 @@ struct RowReader {
 };
 
 // Equally spaced matrices transposed in one call: matrix i starts at src + i * sstep and
-// dst + i * dstep (bytes).
+// dst + i * dstep (bytes). `ahead`, when not null, is a source range of `ahead_bytes` that the
+// caller will read next (DC weights: the next kernel group), prefetched a share at a time
+// between the blocks of this batch instead of each matrix's successor (prefetch_next).
 struct Batch {
   int64_t count = 1, sstep = 0, dstep = 0;
+  const char* ahead = nullptr;
+  int64_t ahead_bytes = 0;
+};
+
+// Issues the prefetches of Batch::ahead spread over `steps` calls of step().
+struct Ahead {
+  const char* p;
+  const char* end;
+  int64_t per;
+  Ahead(const Batch& b, int64_t steps)
+      : p(b.ahead), end(b.ahead + b.ahead_bytes), per((b.ahead_bytes / steps + 64) / 64 * 64) {}
+  __attribute__((always_inline)) void step() {
+    if (p == nullptr) return;
+    const char* stop = end - p < per ? end : p + per;
+    for (; p < stop; p += 64) _mm_prefetch(p, _MM_HINT_T0);
+  }
 };
 
 // Calls block(r) for blocks of rb rows covering [0, rows) (rows >= rb); a remainder is one last
@@ -114,7 +133,7 @@ NPUPACK_AI void prefetch_rows(const Cur& s, int64_t c) {
 // are more read streams than the hardware prefetchers follow, and past the caches the loads
 // waited on memory. Ask for each matrix's successor one batch ahead, once per cache line.
 __attribute__((always_inline)) inline void prefetch_next(const RowReader& in, const Batch& b) {
-  if (b.count < 2 || in.stride != in.row_bytes) return;
+  if (b.count < 2 || in.stride != in.row_bytes || b.ahead != nullptr) return;
   const int64_t bytes = in.rows * in.stride;
   for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(in.base + bytes + off, _MM_HINT_T0);
 }
@@ -219,7 +238,9 @@ struct V : avx2::V {
 
 template <int NC, int64_t Fixed, class DC>
 void run(const RowReader& in, DC col, const Batch& batch) {
+  Ahead ahead(batch, std::max<int64_t>(1, batch.count / 2));
   for (int64_t i = 0; i + 2 <= batch.count; i += 2) {
+    ahead.step();
     const char* a = in.base + i * batch.sstep;
     const Rows2<Rows<true, Fixed, 15>> rows{{a, in.stride, 15}, {a + batch.sstep, in.stride, 15}};
     DC ca = col, cb = col;
@@ -287,15 +308,19 @@ __attribute__((always_inline)) inline void block16_u16(const Rows<Ends, Fixed, L
 
 template <int NC, class DC>
 void run_u16(RowReader in, DC col, const Batch& batch) {
+  const int64_t rb = in.rows >= 16 ? 16 : 8;
+  Ahead ahead(batch, batch.count * ((in.rows + rb - 1) / rb));
   for (int64_t i = 0; i < batch.count; ++i, in.base += batch.sstep, col.base += batch.dstep) {
     prefetch_next(in, batch);
-    if (in.rows >= 16) {
+    if (rb == 16) {
       over_rows(in.rows, 16, [&](int64_t r) {
+        ahead.step();
         in.block<16, 32, 2 * NC>(r, [&](const auto& row) { block16_u16<NC>(row, col.at(0, 2 * r)); });
       });
       continue;
     }
     over_rows(in.rows, 8, [&](int64_t r) {
+      ahead.step();
       in.block<8, 32, 2 * NC>(r, [&](const auto& row) { block_u16<NC>(row, col.at(0, 2 * r)); });
     });
   }

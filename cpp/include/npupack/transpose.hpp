@@ -19,9 +19,12 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
                       int64_t cols, int64_t eb);
 
 // `count` such transposes, matrix i at src + i * src_step and dst + i * dst_step (byte steps):
-// the kernel is chosen once for all of them.
-void transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
-                     int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb);
+// the kernel is chosen once for all of them. [ahead, ahead + ahead_bytes) is a source range the
+// caller reads next; kernels that read each row once prefetch it between their blocks (else it
+// is ignored, and the caller remains responsible for it). Returns whether it was prefetched.
+bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
+                     int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb,
+                     const char* ahead = nullptr, int64_t ahead_bytes = 0);
 
 // True when transpose_batch runs a batch of rows x cols byte matrices in one SIMD kernel that
 // reads each source row once (9..16 columns; 32 rows and more, or exactly 16 rows, two matrices
