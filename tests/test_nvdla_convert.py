@@ -164,3 +164,41 @@ def test_quantize_bad_input():
         quantize_weights(np.ones(2, np.float32), kernel_axis=3)
     with pytest.raises(ValueError, match="non-empty"):
         quantize_weights(np.ones((0, 2), np.float32))
+
+
+# The binary16 scans behind the INF/NaN checks, on every instruction-set path, against NumPy's
+# isinf/isnan of the same bit patterns. Lengths cover the SIMD blocks (32 and 64 halves), the
+# 2048-half chunks and their remainders; one special value is planted at every kind of position.
+SCANS = {
+    "fp16_first_nonfinite": lambda h: int(np.flatnonzero(~np.isfinite(h))[0]) if (~np.isfinite(h)).any() else -1,
+    "fp16_first_nan": lambda h: int(np.flatnonzero(np.isnan(h))[0]) if np.isnan(h).any() else -1,
+    "fp16_any_inf": lambda h: bool(np.isinf(h).any()),
+}
+
+
+@pytest.mark.parametrize("path", ["auto", "avx2", "ssse3", "scalar"])
+@pytest.mark.parametrize("scan", list(SCANS))
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 63, 64, 65, 2047, 2048, 2049, 4096 + 97])
+def test_fp16_scans_against_numpy(scan, path, n, rng):
+    from npupack import _core
+
+    finite = rng.integers(0, 0x7C00, n, dtype=np.uint16) | (rng.integers(0, 2, n, dtype=np.uint16) << 15)
+    specials = [0x7C00, 0xFC00, 0x7C01, 0x7E00, 0xFFFF, 0x7BFF]  # +-INF, NaNs, and the largest finite
+    positions = sorted({0, n // 2, n - 1, max(0, n - 33), min(n - 1, 64)}) if n else []
+    cases = [finite] + [_planted(finite, p, v) for p in positions for v in specials]
+    for bits in cases:
+        expected = SCANS[scan](bits.view(np.float16))
+        assert getattr(_core, scan)(bits, path) == expected, (bits.size, path)
+
+
+def _planted(bits, pos, value):
+    out = bits.copy()
+    out[pos] = value
+    return out
+
+
+def test_fp16_scan_bad_path():
+    from npupack import _core
+
+    with pytest.raises(ValueError, match="kernel path"):
+        _core.fp16_first_nonfinite(np.zeros(4, np.uint16), "sse9")

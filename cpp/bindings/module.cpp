@@ -223,12 +223,14 @@ void quantize(const py::array_t<float, 0>& w, py::array_t<Q, 0>& q, py::array_t<
 }
 
 template <class R>
-R scan_fp16(const py::array_t<uint16_t, 0>& bits, R (*scan)(const uint16_t*, int64_t)) {
+R scan_fp16(const py::array_t<uint16_t, 0>& bits, const std::string& path, const char* fn,
+            R (*scan)(const uint16_t*, int64_t, npupack::KernelPath)) {
   if (!(bits.flags() & py::array::c_style)) throw LayoutError("fp16 scan: bits must be C-contiguous");
+  const auto kernel = npupack::kernel_path(path, fn);
   const uint16_t* p = bits.data();
   const int64_t n = bits.size();
   py::gil_scoped_release release;
-  return scan(p, n);
+  return scan(p, n, kernel);
 }
 
 }  // namespace
@@ -274,15 +276,23 @@ PYBIND11_MODULE(_core, m) {
   m.def("to_fp16_f32", &fp16_convert<float>, py::arg("x"), py::arg("out"), py::arg("nearest_away"), py::arg("saturate"));
   m.def("to_fp16_f64", &fp16_convert<double>, py::arg("x"), py::arg("out"), py::arg("nearest_away"), py::arg("saturate"));
   m.def(
-      "fp16_any_inf", [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_any_inf); },
-      "True if any binary16 bit pattern is +-INF");
+      "fp16_any_inf",
+      [](const py::array_t<uint16_t, 0>& b, const std::string& path) {
+        return scan_fp16(b, path, "fp16_any_inf", npupack::fp16_any_inf);
+      },
+      py::arg("bits"), py::arg("path") = "auto", "True if any binary16 bit pattern is +-INF");
   m.def(
-      "fp16_first_nan", [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_first_nan); },
-      "Flat index of the first binary16 NaN, or -1");
+      "fp16_first_nan",
+      [](const py::array_t<uint16_t, 0>& b, const std::string& path) {
+        return scan_fp16(b, path, "fp16_first_nan", npupack::fp16_first_nan);
+      },
+      py::arg("bits"), py::arg("path") = "auto", "Flat index of the first binary16 NaN, or -1");
   m.def(
       "fp16_first_nonfinite",
-      [](const py::array_t<uint16_t, 0>& b) { return scan_fp16(b, npupack::fp16_first_nonfinite); },
-      "Flat index of the first binary16 INF or NaN, or -1");
+      [](const py::array_t<uint16_t, 0>& b, const std::string& path) {
+        return scan_fp16(b, path, "fp16_first_nonfinite", npupack::fp16_first_nonfinite);
+      },
+      py::arg("bits"), py::arg("path") = "auto", "Flat index of the first binary16 INF or NaN, or -1");
   m.def(
       "highlow_split",
       [](const py::array_t<int16_t, 0>& in, py::array_t<uint8_t, 0>& out) {

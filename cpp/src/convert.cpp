@@ -4,7 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #define NPUPACK_SSE2_SCAN 1
 #endif
 
@@ -34,63 +34,103 @@ void to_fp16(const double* in, uint16_t* out, int64_t n, Fp16Rounding rounding, 
 
 namespace {
 
-// Index of the first element whose bits satisfy the predicate, or -1. Chunks are tested with
-// SSE2 (8 halves per compare, the lane masks OR-ed together) and only a chunk with a hit is
-// searched element by element: the common clean tensor costs one streaming pass.
-template <class Scalar, class Lanes>
-int64_t first_match(const uint16_t* bits, int64_t n, Scalar scalar, Lanes lanes) {
+// A test on the bits of a binary16 value: (b & mask) == value, or (b & mask) > value. Masks stay
+// within 0x7FFF, so the SIMD lanes may compare as signed 16-bit integers.
+struct Fp16Test {
+  uint16_t mask, value;
+  bool greater;
+  bool operator()(uint16_t b) const {
+    return greater ? (b & mask) > value : (b & mask) == value;
+  }
+};
+
+#if defined(NPUPACK_SSE2_SCAN)
+inline __m128i lanes_sse2(__m128i v, const Fp16Test& t) {
+  const __m128i m = _mm_and_si128(v, _mm_set1_epi16(static_cast<int16_t>(t.mask)));
+  const __m128i value = _mm_set1_epi16(static_cast<int16_t>(t.value));
+  return t.greater ? _mm_cmpgt_epi16(m, value) : _mm_cmpeq_epi16(m, value);
+}
+
+// Whether any of the n (a multiple of 32) halves at p passes t: 8 halves per compare, the lane
+// masks OR-ed together.
+bool any_sse2(const uint16_t* bits, int64_t n, const Fp16Test& t) {
+  __m128i acc = _mm_setzero_si128();
+  for (int64_t j = 0; j < n; j += 32) {
+    const auto* p = reinterpret_cast<const __m128i*>(bits + j);
+    const __m128i m0 = _mm_or_si128(lanes_sse2(_mm_loadu_si128(p), t), lanes_sse2(_mm_loadu_si128(p + 1), t));
+    const __m128i m1 = _mm_or_si128(lanes_sse2(_mm_loadu_si128(p + 2), t), lanes_sse2(_mm_loadu_si128(p + 3), t));
+    acc = _mm_or_si128(acc, _mm_or_si128(m0, m1));
+  }
+  return _mm_movemask_epi8(acc) != 0;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+inline __m256i lanes_avx2(const __m256i* p, __m256i mask, __m256i value, bool greater) {
+  const __m256i m = _mm256_and_si256(_mm256_loadu_si256(p), mask);
+  return greater ? _mm256_cmpgt_epi16(m, value) : _mm256_cmpeq_epi16(m, value);
+}
+
+// The same, n a multiple of 64, 16 halves per compare (AVX2): the check fused into fp16 weight
+// packing reads each kernel group from L2 right after it was packed, where this runs at about
+// 1.7x the SSE2 rate.
+bool any_avx2(const uint16_t* bits, int64_t n, const Fp16Test& t) {
+  const __m256i mask = _mm256_set1_epi16(static_cast<int16_t>(t.mask));
+  const __m256i value = _mm256_set1_epi16(static_cast<int16_t>(t.value));
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+  for (int64_t j = 0; j < n; j += 64) {
+    const auto* p = reinterpret_cast<const __m256i*>(bits + j);
+    a0 = _mm256_or_si256(a0, _mm256_or_si256(lanes_avx2(p, mask, value, t.greater),
+                                             lanes_avx2(p + 1, mask, value, t.greater)));
+    a1 = _mm256_or_si256(a1, _mm256_or_si256(lanes_avx2(p + 2, mask, value, t.greater),
+                                             lanes_avx2(p + 3, mask, value, t.greater)));
+  }
+  return _mm256_movemask_epi8(_mm256_or_si256(a0, a1)) != 0;
+}
+#pragma GCC pop_options
+#endif
+
+// Index of the first element that passes t, or -1. Chunks are tested with SIMD and only a chunk
+// with a hit is searched element by element: the common clean tensor costs one streaming pass.
+int64_t first_match(const uint16_t* bits, int64_t n, const Fp16Test& t, KernelPath path) {
   constexpr int64_t kChunk = 2048;
+#if defined(NPUPACK_SSE2_SCAN)
+  const bool avx2 = cpu().avx2 && (path == KernelPath::kAuto || path == KernelPath::kAvx2);
+  const int64_t block = path == KernelPath::kScalar ? kChunk + 1 : avx2 ? 64 : 32;  // scalar: no bulk part
+#else
+  (void)path;
+#endif
   for (int64_t i = 0; i < n; i += kChunk) {
     const int64_t end = i + kChunk < n ? i + kChunk : n;
     int64_t j = i;
     bool hit = false;
 #if defined(NPUPACK_SSE2_SCAN)
-    __m128i acc = _mm_setzero_si128();
-    for (; j + 32 <= end; j += 32) {
-      const auto* p = reinterpret_cast<const __m128i*>(bits + j);
-      const __m128i m0 = _mm_or_si128(lanes(_mm_loadu_si128(p)), lanes(_mm_loadu_si128(p + 1)));
-      const __m128i m1 = _mm_or_si128(lanes(_mm_loadu_si128(p + 2)), lanes(_mm_loadu_si128(p + 3)));
-      acc = _mm_or_si128(acc, _mm_or_si128(m0, m1));
-    }
-    hit = _mm_movemask_epi8(acc) != 0;
-#else
-    (void)lanes;
+    const int64_t bulk = (end - i) / block * block;
+    if (bulk > 0) hit = avx2 ? any_avx2(bits + i, bulk, t) : any_sse2(bits + i, bulk, t);
+    j += bulk;
 #endif
-    for (; j < end; ++j) hit = hit || scalar(bits[j]);
+    for (; j < end; ++j) hit = hit || t(bits[j]);
     if (hit) {
       for (j = i; j < end; ++j) {
-        if (scalar(bits[j])) return j;
+        if (t(bits[j])) return j;
       }
     }
   }
   return -1;
 }
 
-#if defined(NPUPACK_SSE2_SCAN)
-inline __m128i masked_eq(__m128i v, int16_t mask, int16_t value) {
-  return _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(mask)), _mm_set1_epi16(value));
-}
-#endif
-
 }  // namespace
 
-bool fp16_any_inf(const uint16_t* bits, int64_t n) {
-  return first_match(
-             bits, n, [](uint16_t b) { return (b & 0x7FFFu) == 0x7C00u; },
-             [](auto v) { return masked_eq(v, 0x7FFF, 0x7C00); }) >= 0;
+bool fp16_any_inf(const uint16_t* bits, int64_t n, KernelPath path) {
+  return first_match(bits, n, {0x7FFF, 0x7C00, false}, path) >= 0;
 }
 
-int64_t fp16_first_nan(const uint16_t* bits, int64_t n) {
-  // |b| > 0x7C00 as a signed 16-bit compare: |b| <= 0x7FFF is non-negative.
-  return first_match(
-      bits, n, [](uint16_t b) { return (b & 0x7FFFu) > 0x7C00u; },
-      [](auto v) { return _mm_cmpgt_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00)); });
+int64_t fp16_first_nan(const uint16_t* bits, int64_t n, KernelPath path) {
+  return first_match(bits, n, {0x7FFF, 0x7C00, true}, path);
 }
 
-int64_t fp16_first_nonfinite(const uint16_t* bits, int64_t n) {
-  return first_match(
-      bits, n, [](uint16_t b) { return (b & 0x7C00u) == 0x7C00u; },
-      [](auto v) { return masked_eq(v, 0x7C00, 0x7C00); });
+int64_t fp16_first_nonfinite(const uint16_t* bits, int64_t n, KernelPath path) {
+  return first_match(bits, n, {0x7C00, 0x7C00, false}, path);
 }
 
 namespace {

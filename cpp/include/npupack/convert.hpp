@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "npupack/cpu.hpp"
+
 namespace npupack {
 
 enum class Fp16Rounding { NearestEven, NearestAway };
@@ -54,12 +56,13 @@ inline uint16_t fp16_from_double(double x, Fp16Rounding rounding, bool saturate)
 void to_fp16(const float* in, uint16_t* out, int64_t n, Fp16Rounding rounding, bool saturate);
 void to_fp16(const double* in, uint16_t* out, int64_t n, Fp16Rounding rounding, bool saturate);
 
-// Scans of binary16 bit patterns (NumPy's float16 isinf/isnan are emulated and slow).
-bool fp16_any_inf(const uint16_t* bits, int64_t n);
-int64_t fp16_first_nan(const uint16_t* bits, int64_t n);  // -1 when there is none
+// Scans of binary16 bit patterns (NumPy's float16 isinf/isnan are emulated and slow); `path`
+// forces an instruction set (tests), kSsse3 standing for SSE2.
+bool fp16_any_inf(const uint16_t* bits, int64_t n, KernelPath path = KernelPath::kAuto);
+int64_t fp16_first_nan(const uint16_t* bits, int64_t n, KernelPath path = KernelPath::kAuto);  // -1: none
 // First INF or NaN (exponent all ones), -1 when every value is finite: one pass for the common
 // clean tensor before the separate NaN / INF rules apply.
-int64_t fp16_first_nonfinite(const uint16_t* bits, int64_t n);
+int64_t fp16_first_nonfinite(const uint16_t* bits, int64_t n, KernelPath path = KernelPath::kAuto);
 
 // Quantise `blocks` contiguous blocks of `block_len` float32 values each (one block per output
 // kernel, or one block for the whole tensor) with nvdla/sw's float32 formula; writes q (int8 or
