@@ -389,3 +389,51 @@ def test_grouped_into_dirty_out_and_fresh_buffers_agree():
     into = pack_weights(w, groups=96, out=dirty)
     assert np.array_equal(into.weight, fresh.weight) and (dirty[fresh.weight.size:] == 0xEE).all()
     assert np.array_equal(fresh.weight, expected(w, NV_FULL, "int8", groups=96))
+
+
+def test_repeated_shapes_keep_every_check():
+    # The second call of a shape takes the cached plan; the value checks, the buffer checks and
+    # the argument types must still hold there, and the bytes must not change.
+    rng = np.random.default_rng(13)
+    shape = (24, 10, 3, 3)
+    w8 = rng.integers(-128, 128, shape).astype(np.int8)
+    wf = rng.standard_normal(shape).astype(np.float16)
+    for w in (w8, wf):
+        first = pack_weights(w)
+        again = pack_weights(w)
+        assert np.array_equal(first.weight, again.weight)
+        assert np.array_equal(again.weight, expected(w, NV_FULL, first.precision))
+        assert {k: v for k, v in vars(first).items() if k != "weight"} == \
+               {k: v for k, v in vars(again).items() if k != "weight"}
+    bad = wf.copy()
+    bad[3, 2, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        pack_weights(bad)
+    inf = wf.copy()
+    inf[0, 0, 0, 0] = np.inf
+    assert np.frombuffer(pack_weights(inf).weight[:2].tobytes(), np.float16)[0] == 65504  # saturated
+    assert np.isinf(unpack_weights(pack_weights(inf, saturate=False)).astype(np.float32)[0, 0, 0, 0])
+    with pytest.raises(ValueError, match="rounding"):
+        pack_weights(w8, rounding="up")
+    with pytest.raises(TypeError, match="groups"):
+        pack_weights(w8, groups=True)
+    n8 = pack_weights(w8).weight.size
+    with pytest.raises(LayoutError, match="out"):
+        pack_weights(w8, out=np.empty(n8 - 1, np.uint8))
+    read_only = np.empty(n8, np.uint8)
+    read_only.flags.writeable = False
+    with pytest.raises(LayoutError, match="read-only"):
+        pack_weights(w8, out=read_only)
+    u8 = w8.view(np.uint8)
+    with pytest.raises(ValueError, match="fit"):
+        pack_weights(u8, precision="int8")
+    with pytest.raises(ValueError, match="fit"):
+        pack_weights(u8, precision="int8")
+    # Another config, precision or group count of the same array is another plan.
+    for config in (NV_SMALL, NV_FULL, NV_SMALL):
+        assert np.array_equal(pack_weights(w8, config=config).weight, expected(w8, config, "int8"))
+    assert np.array_equal(pack_weights(w8, precision="int16").weight,
+                          expected(w8.astype(np.int16), NV_FULL, "int16"))
+    grouped = pack_weights(w8[:, :5], groups=2)
+    assert np.array_equal(grouped.weight, expected(w8[:, :5], NV_FULL, "int8", groups=2))
+    assert np.array_equal(pack_weights(w8[:, :5], groups=2).weight, grouped.weight)

@@ -88,6 +88,15 @@ class WeightSurfaces:
         obj.__dict__.update(fields)
         return obj
 
+    @classmethod
+    def _with_weight(cls, fields: dict, weight: np.ndarray) -> "WeightSurfaces":
+        # _fast for a cached set of fields plus the surface (DC plans).
+        obj = object.__new__(cls)
+        d = obj.__dict__
+        d.update(fields)
+        d["weight"] = weight
+        return obj
+
     @property
     def compressed(self) -> bool:
         """True when ``weight`` is a compressed DATA surface with ``wmb`` and ``wgs``."""

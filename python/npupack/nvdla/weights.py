@@ -192,6 +192,16 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         else:
             kw["pixel_format"] = pixel_format
         return pack(w, **kw)
+    if (type(w) is np.ndarray and type(groups) is int and type(config) is Config and compress is False
+            and (precision is None or type(precision) is str)):
+        # A shape, dtype and option set packed before: every check that does not depend on the
+        # values has passed for it, so the cached plan packs at once.
+        plan = _DC_PLANS.get((w.shape, w.dtype, precision, config, groups))
+        if plan is not None and stride == (1, 1) and pixel_format is None and post_extension == "auto" \
+                and scale == 1.0:
+            if rounding != "nearest_even":
+                _check_rounding(rounding)
+            return plan.pack(w, out, rounding, saturate, allow_nan)
     arr = w if type(w) is np.ndarray else np.asarray(w)
     if arr.ndim != 4 or 0 in arr.shape:
         kcrs(arr.shape, "w")
@@ -200,41 +210,87 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     if not (stride == (1, 1) and pixel_format is None and post_extension == "auto" and compress is False
             and scale == 1.0):
         compress = _check_dc_options(stride, pixel_format, post_extension, compress, scale, config)
+    precision_arg = precision
     precision = infer_precision(arr.dtype, precision, config, "w")
     if rounding != "nearest_even":
         _check_rounding(rounding)
 
+    if compress is False:
+        plan = _DcPlan((k, cg, r, s), g, precision, config)
+        if type(w) is np.ndarray and type(groups) is int and type(config) is Config and \
+                (precision_arg is None or type(precision_arg) is str):
+            if len(_DC_PLANS) >= _MAX_PLANS:
+                _DC_PLANS.clear()
+            _DC_PLANS[(arr.shape, arr.dtype, precision_arg, config, groups)] = plan
+        return plan.pack(arr, out, rounding, saturate, allow_nan)
     packed_shape = (k, cg * g, r, s)
     layout = _dc_layout(packed_shape, precision, config)
     meaningful = layout.nbytes
     es = element_size(precision)
     kpg = config.kernels_per_group(precision)
-    if compress is False:  # the per-layer hot path: no closure, no dict
-        surface = roundup(meaningful, config.weight_size_alignment)
+    elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
+    fields = write_surfaces(lambda buf: _pack_dc(layout, elems, g, kpg, config, buf), meaningful,
+                            precision=precision, config=config, kernel_group_elements=kpg * cg * g * r * s,
+                            compress=compress, tail=config.weight_size_alignment, out=out)
+    return WeightSurfaces._fast(
+        kind="dc", precision=precision, shape=(k, cg, r, s), packed_shape=packed_shape,
+        kernel_groups=-(-k // kpg), bytes_per_kernel=cg * g * r * s * es,
+        meaningful_bytes=meaningful, config=config, groups=g, **fields)
+
+
+# Plans of uncompressed DC packing by (shape, dtype, precision argument, config, groups): a model
+# packs the same few layer shapes again and again, and a layer of (16,16,3,3) takes a few
+# microseconds of checks for about one of packing.
+_DC_PLANS: dict = {}
+_MAX_PLANS = 4096
+
+
+class _DcPlan:
+    """Everything about packing one validated DC layer shape except the values (nvdla.md 6, 7)."""
+
+    __slots__ = ("layout", "core", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields")
+
+    def __init__(self, shape, groups: int, precision: str, config: Config):
+        k, cg, r, s = shape
+        packed_shape = (k, cg * groups, r, s)
+        self.layout = _dc_layout(packed_shape, precision, config)
+        self.core = self.layout._core
+        self.meaningful = self.layout.nbytes
+        self.surface = roundup(self.meaningful, config.weight_size_alignment)
+        self.groups = groups
+        self.kpg = config.kernels_per_group(precision)
+        self.precision = precision
+        self.config = config
+        self.fields = dict(kind="dc", precision=precision, shape=tuple(shape), packed_shape=packed_shape,
+                           kernel_groups=-(-k // self.kpg),
+                           bytes_per_kernel=cg * groups * r * s * element_size(precision),
+                           meaningful_bytes=self.meaningful, config=config, groups=groups)
+
+    def pack(self, arr: np.ndarray, out, rounding: str, saturate: bool, allow_nan: bool) -> WeightSurfaces:
+        surface, g = self.surface, self.groups
         if out is not None:
-            buf = check_out(out, surface)[:surface]
+            buf = check_out(out, surface)
+            if buf.size != surface:
+                buf = buf[:surface]
         else:  # grouped: zero pages from the OS, touched only where a weight lands
             buf = np.empty(surface, dtype=np.uint8) if g == 1 else np.zeros(surface, dtype=np.uint8)
         # float16 weights: the INF/NaN check runs per kernel group as it is packed; only a
         # tensor with INF or NaN takes the full conversion (which raises or saturates) and
         # is packed again.
-        if not (g == 1 and precision == "fp16" and arr.dtype == np.float16 and arr.flags.c_contiguous
-                and arr.flags.aligned and layout._pack_finite_fp16_into(arr.view(np.uint16), buf)):
-            elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate,
+        if not (g == 1 and self.precision == "fp16" and arr.dtype == _F16 and arr.flags.c_contiguous
+                and arr.flags.aligned and self.core.pack_finite_fp16(arr.view(np.uint16), buf)):
+            elems = convert_elements(arr, self.precision, what="w", rounding=rounding, saturate=saturate,
                                      allow_nan=allow_nan)
-            _pack_dc(layout, elems, g, kpg, config, buf, zeroed=out is None)
-        if surface > meaningful and g == 1:
-            buf[meaningful:] = 0
-        fields = {"weight": buf}
-    else:
-        elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
-        fields = write_surfaces(lambda buf: _pack_dc(layout, elems, g, kpg, config, buf), meaningful,
-                                precision=precision, config=config, kernel_group_elements=kpg * cg * g * r * s,
-                                compress=compress, tail=config.weight_size_alignment, out=out)
-    return WeightSurfaces._fast(
-        kind="dc", precision=precision, shape=(k, cg, r, s), packed_shape=packed_shape,
-        kernel_groups=-(-k // kpg), bytes_per_kernel=cg * g * r * s * es,
-        meaningful_bytes=meaningful, config=config, groups=g, **fields)
+            if g == 1:
+                self.core.pack(elems, buf, b"", False)
+            else:
+                _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)
+        if surface > self.meaningful and g == 1:
+            buf[self.meaningful:] = 0
+        return WeightSurfaces._with_weight(self.fields, buf)
+
+
+_F16 = np.dtype(np.float16)
 
 
 def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
