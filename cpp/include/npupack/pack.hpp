@@ -27,8 +27,9 @@ using SlabCheck = bool (*)(const char* slab, int64_t bytes);
 // pack() of a C-contiguous logical tensor that also passes the tensor to `check` (fp16 weights:
 // no INF or NaN) and returns false, with `packed` partly written, when the check fails. Where
 // the layout's outer loop reads one contiguous slab per step (DC weights: a kernel group), each
-// slab is checked right after it is packed, while it is still in the caches, instead of a
-// separate pass over the whole tensor in memory; otherwise the whole tensor is checked first.
+// slab is checked just before it is packed, while it is in the caches (prefetched during the
+// previous slab), instead of a separate pass over the whole tensor in memory; otherwise the
+// whole tensor is checked first.
 bool pack_checked(const BlockedLayout& layout, const char* logical, const std::vector<int64_t>& logical_strides,
                   char* packed, int64_t packed_size, const char* pad, SlabCheck check);
 
