@@ -7,6 +7,7 @@
 
 #include "npupack/checked.hpp"
 #include "npupack/layout.hpp"
+#include "npupack/prefetch.hpp"
 #include "npupack/stream.hpp"
 #include "npupack/transpose.hpp"
 
@@ -442,16 +443,17 @@ class Executor {
   // copy_rows_n for the rows of a DC channel block (64 or 128 bytes), with the pending prefetch
   // range (next_slab_part) spread over the rows: one row's share of lines before each row.
   template <size_t N>
-  void copy_rows_ahead(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n) {
-    const int64_t per = ((pf_hi_ - pf_lo_) / n + 64) / 64 * 64;
-    const char* p = lin_ + pf_lo_;
-    const char* end = lin_ + pf_hi_;
+  static void copy_rows_ahead(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, Ahead ahead) {
     for (int64_t i = 0; i < n; ++i) {
-      const char* stop = end - p < per ? end : p + per;
-      for (; p < stop; p += 64) __builtin_prefetch(p);
+      ahead.step();
       std::memcpy(dst + i * dstep, src + i * sstep, N);
     }
+  }
+  // The pending prefetch range (next_slab_part), handed to a kernel that takes it over `steps`.
+  Ahead take_ahead(int64_t steps) {
+    const Ahead ahead(pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr, pf_hi_ - pf_lo_, steps);
     pf_lo_ = pf_hi_ = 0;
+    return ahead;
   }
   static void copy_rows(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, size_t row) {
     if (row > 4 && row < 32 && row != 8 && row != 16) {
@@ -529,9 +531,9 @@ class Executor {
             if (i + 1 < nx) std::memset(d + row, 0, gap);
           }
         } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 64) {
-          copy_rows_ahead<64>(lin_ + loff, x.lstep, pout_ + poff, psx, nx);
+          copy_rows_ahead<64>(lin_ + loff, x.lstep, pout_ + poff, psx, nx, take_ahead(nx));
         } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 128) {
-          copy_rows_ahead<128>(lin_ + loff, x.lstep, pout_ + poff, psx, nx);
+          copy_rows_ahead<128>(lin_ + loff, x.lstep, pout_ + poff, psx, nx, take_ahead(nx));
         } else if (to_packed_) {
           copy_rows(lin_ + loff, x.lstep, pout_ + poff, psx, nx, row);
         } else {

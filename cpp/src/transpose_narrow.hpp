@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "npupack/prefetch.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
@@ -80,19 +82,8 @@ struct Batch {
   int64_t ahead_bytes = 0;
 };
 
-// Issues the prefetches of Batch::ahead spread over `steps` calls of step().
-struct Ahead {
-  const char* p;
-  const char* end;
-  int64_t per;
-  Ahead(const Batch& b, int64_t steps)
-      : p(b.ahead), end(b.ahead + b.ahead_bytes), per((b.ahead_bytes / steps + 64) / 64 * 64) {}
-  __attribute__((always_inline)) void step() {
-    if (p == nullptr) return;
-    const char* stop = end - p < per ? end : p + per;
-    for (; p < stop; p += 64) _mm_prefetch(p, _MM_HINT_T0);
-  }
-};
+// Batch::ahead spread over `steps` blocks of the batch.
+inline Ahead ahead_of(const Batch& b, int64_t steps) { return Ahead(b.ahead, b.ahead_bytes, steps); }
 
 // Calls block(r) for blocks of rb rows covering [0, rows) (rows >= rb); a remainder is one last
 // block overlapping the previous one, which rewrites the same values.
@@ -238,7 +229,7 @@ struct V : avx2::V {
 
 template <int NC, int64_t Fixed, class DC>
 void run(const RowReader& in, DC col, const Batch& batch) {
-  Ahead ahead(batch, std::max<int64_t>(1, batch.count / 2));
+  Ahead ahead = ahead_of(batch, std::max<int64_t>(1, batch.count / 2));
   for (int64_t i = 0; i + 2 <= batch.count; i += 2) {
     ahead.step();
     const char* a = in.base + i * batch.sstep;
@@ -309,7 +300,7 @@ __attribute__((always_inline)) inline void block16_u16(const Rows<Ends, Fixed, L
 template <int NC, class DC>
 void run_u16(RowReader in, DC col, const Batch& batch) {
   const int64_t rb = in.rows >= 16 ? 16 : 8;
-  Ahead ahead(batch, batch.count * ((in.rows + rb - 1) / rb));
+  Ahead ahead = ahead_of(batch, batch.count * ((in.rows + rb - 1) / rb));
   for (int64_t i = 0; i < batch.count; ++i, in.base += batch.sstep, col.base += batch.dstep) {
     prefetch_next(in, batch);
     if (rb == 16) {

@@ -192,11 +192,11 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         else:
             kw["pixel_format"] = pixel_format
         return pack(w, **kw)
-    if (type(w) is np.ndarray and type(groups) is int and type(config) is Config and compress is False
-            and (precision is None or type(precision) is str)):
+    key = _plan_key(w, precision, config, groups) if compress is False else None
+    if key is not None:
         # A shape, dtype and option set packed before: every check that does not depend on the
         # values has passed for it, so the cached plan packs at once.
-        plan = _DC_PLANS.get((w.shape, w.dtype, precision, config, groups))
+        plan = _DC_PLANS.get(key)
         if plan is not None and stride == (1, 1) and pixel_format is None and post_extension == "auto" \
                 and scale == 1.0:
             if rounding != "nearest_even":
@@ -210,18 +210,16 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     if not (stride == (1, 1) and pixel_format is None and post_extension == "auto" and compress is False
             and scale == 1.0):
         compress = _check_dc_options(stride, pixel_format, post_extension, compress, scale, config)
-    precision_arg = precision
     precision = infer_precision(arr.dtype, precision, config, "w")
     if rounding != "nearest_even":
         _check_rounding(rounding)
 
     if compress is False:
         plan = _DcPlan((k, cg, r, s), g, precision, config)
-        if type(w) is np.ndarray and type(groups) is int and type(config) is Config and \
-                (precision_arg is None or type(precision_arg) is str):
+        if key is not None:
             if len(_DC_PLANS) >= _MAX_PLANS:
                 _DC_PLANS.clear()
-            _DC_PLANS[(arr.shape, arr.dtype, precision_arg, config, groups)] = plan
+            _DC_PLANS[key] = plan
         return plan.pack(arr, out, rounding, saturate, allow_nan)
     packed_shape = (k, cg * g, r, s)
     layout = _dc_layout(packed_shape, precision, config)
@@ -245,16 +243,24 @@ _DC_PLANS: dict = {}
 _MAX_PLANS = 4096
 
 
+def _plan_key(w, precision, config, groups):
+    """The plan cache key of a call, or None when its arguments are not of the exact types a key
+    may stand for (a bool ``groups`` equals 1, an unhashable ``precision`` cannot be looked up)."""
+    if type(w) is np.ndarray and type(groups) is int and type(config) is Config and \
+            (precision is None or type(precision) is str):
+        return (w.shape, w.dtype, precision, config, groups)
+    return None
+
+
 class _DcPlan:
     """Everything about packing one validated DC layer shape except the values (nvdla.md 6, 7)."""
 
-    __slots__ = ("layout", "core", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields")
+    __slots__ = ("layout", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields")
 
     def __init__(self, shape, groups: int, precision: str, config: Config):
         k, cg, r, s = shape
         packed_shape = (k, cg * groups, r, s)
         self.layout = _dc_layout(packed_shape, precision, config)
-        self.core = self.layout._core
         self.meaningful = self.layout.nbytes
         self.surface = roundup(self.meaningful, config.weight_size_alignment)
         self.groups = groups
@@ -278,13 +284,10 @@ class _DcPlan:
         # tensor with INF or NaN takes the full conversion (which raises or saturates) and
         # is packed again.
         if not (g == 1 and self.precision == "fp16" and arr.dtype == _F16 and arr.flags.c_contiguous
-                and arr.flags.aligned and self.core.pack_finite_fp16(arr.view(np.uint16), buf)):
+                and arr.flags.aligned and self.layout._pack_finite_fp16_into(arr.view(np.uint16), buf)):
             elems = convert_elements(arr, self.precision, what="w", rounding=rounding, saturate=saturate,
                                      allow_nan=allow_nan)
-            if g == 1:
-                self.core.pack(elems, buf, b"", False)
-            else:
-                _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)
+            _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)
         if surface > self.meaningful and g == 1:
             buf[self.meaningful:] = 0
         return WeightSurfaces._with_weight(self.fields, buf)
