@@ -324,13 +324,13 @@ void run_u16(RowReader in, DC col, const Batch& batch) {
   });
 }
 
-// 8-bit matrices of 9 columns whose rows are back to back (the 3x3 kernels of a C-contiguous
-// weight tensor, in DC weights and clDNN's os_is_yx_* formats). Two rows are 18 bytes, nine 16-bit
-// elements, so 32 rows are a 16 x 9 matrix of 16-bit elements: the 8x8 network on row pairs k and
-// k + 8 gives its columns 0..7, and one pruned output of a second network, on reads from byte 2,
-// its column 8 (every read stays inside the 32 rows). Byte column j is then one byte blend of two
-// of those columns, even rows from one and odd rows from the other, plus a byte swap within each
-// pair for odd j. That is 35 shuffles and 9 blends per 32 rows, where block_u8 needs 47 shuffles
+// 8-bit matrices of 9 columns whose rows are back to back (3x3 kernels in the 64-channel blocks of
+// DC weights, a 3x3 plane in the 32-channel blocks of b_fs_yx_fsv32). Two rows are 18 bytes, nine
+// 16-bit elements, so 32 rows are a 16 x 9 matrix of 16-bit elements: the 8x8 network on row pairs
+// k and k + 8 gives its columns 0..7, and one pruned output of a second network, on reads from
+// byte 2, its column 8 (every read stays inside the 32 rows). Byte column j is then one byte blend
+// of two of those columns, even rows from one and odd rows from the other, plus a byte swap within
+// each pair for odd j. That is 35 shuffles and 9 blends per 32 rows, where block_u8 needs 47 shuffles
 // (the whole byte network): 26-30 against 39-46 cycles per 32 rows in L1, and a (512,512,3,3)
 // int8 DC layer in L3 packed in 146-155 against 163-167 us.
 template <class DCur>
