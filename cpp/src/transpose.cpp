@@ -235,11 +235,14 @@ template <NarrowKernel K, int NC, class DC>
 void run_narrow(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
   if constexpr (K == NarrowKernel::U8Sse2) narrow::sse2::run_u8<NC>(in, col, b);
   else if constexpr (K == NarrowKernel::U8Avx2 && NC == 9) {
-    if (in.stride == 9) narrow::avx2::run_u8_taps9(in, col, b);
+    if (in.stride == 9) narrow::avx2::run_taps9<1>(in, col, b);
     else narrow::avx2::run_u8<9>(in, col, b);
   } else if constexpr (K == NarrowKernel::U8Avx2) narrow::avx2::run_u8<NC>(in, col, b);
   else if constexpr (K == NarrowKernel::U8Avx2Pairs) narrow::avx2::run_u8_pairs<NC>(in, col, b);
-  else narrow::avx2::run_u16<NC>(in, col, b);
+  else if constexpr (NC == 9) {
+    if (in.stride == 18 && in.rows >= 16) narrow::avx2::run_taps9<2>(in, col, b);
+    else narrow::avx2::run_u16<9>(in, col, b);
+  } else narrow::avx2::run_u16<NC>(in, col, b);
 }
 
 template <NarrowKernel K, class DC>

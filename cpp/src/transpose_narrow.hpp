@@ -97,6 +97,12 @@ inline void over_rows(int64_t rows, int64_t rb, Block block) {
 }
 
 #define NPUPACK_AI __attribute__((always_inline)) static inline
+// For the batch kernels' entry points: over_batch, over_rows and the lambdas they call are
+// compiled without the AVX2 target (they serve every instruction set), so GCC cannot inline an
+// AVX2 block into them and called it once per block, with a vzeroupper and the block's constants
+// reloaded each time. Flattening inlines the whole loop into the AVX2 entry point: 16 rows of
+// 3x3 fp16 taps in 6.6-6.9 instead of 8.8-9.4 ns in L1.
+#define NPUPACK_FLAT __attribute__((flatten))
 
 // 16 bytes from row k, whose first `Bytes` (9..16) are the row's; for the last row the read ends
 // at its last byte (SSE2, so every instruction set may use it).
@@ -122,10 +128,13 @@ NPUPACK_AI void prefetch_rows(const Cur& s, int64_t c) {
 // A batch of contiguous matrices whose rows continue after each matrix (DC weights: the next
 // channel block of the same kernel, read by the next batch): 32 and more kernel rows far apart
 // are more read streams than the hardware prefetchers follow, and past the caches the loads
-// waited on memory. Ask for each matrix's successor one batch ahead, once per cache line.
+// waited on memory. Ask for each matrix's successor one batch ahead, once per cache line. Not when
+// the successor is the batch's next matrix (b_fs_yx_fsv16 over 3x3 planes): that is one
+// sequential stream, which the hardware follows, and the prefetches cost 2 ns of the 9 per
+// 16-row fp16 block in L1.
 __attribute__((always_inline)) inline void prefetch_next(const RowReader& in, const Batch& b) {
-  if (b.count < 2 || in.stride != in.row_bytes || b.ahead != nullptr) return;
   const int64_t bytes = in.rows * in.stride;
+  if (b.count < 2 || in.stride != in.row_bytes || b.ahead != nullptr || b.sstep == bytes) return;
   for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(in.base + bytes + off, _MM_HINT_T0);
 }
 
@@ -242,32 +251,28 @@ struct V : avx2::V {
 };
 #include "transpose_network.inc"
 
-template <int NC, int64_t Fixed, class DC>
-void run(const RowReader& in, DC col, const Batch& batch) {
+// Matrices i and i + 1 of the batch for even i: block(a, b, d) with their first rows a and b and
+// their column cursors joined (d[k] = column k of both).
+template <class DC, class Block>
+void over_pairs(const RowReader& in, DC col, const Batch& batch, Block block) {
   Ahead ahead = ahead_of(batch, std::max<int64_t>(1, batch.count / 2));
   for (int64_t i = 0; i + 2 <= batch.count; i += 2) {
     ahead.step();
     const char* a = in.base + i * batch.sstep;
-    const Rows2<Rows<true, Fixed, 15>> rows{{a, in.stride, 15}, {a + batch.sstep, in.stride, 15}};
     DC ca = col, cb = col;
     ca.base += i * batch.dstep;
     cb.base += (i + 1) * batch.dstep;
-    block_u8<NC>(rows, Cur2<decltype(ca.at(0, 0))>{ca.at(0, 0), cb.at(0, 0)});
+    block(a, a + batch.sstep, Cur2<decltype(ca.at(0, 0))>{ca.at(0, 0), cb.at(0, 0)});
   }
+}
+
+template <int NC, int64_t Fixed, class DC>
+NPUPACK_FLAT void run(const RowReader& in, DC col, const Batch& batch) {
+  over_pairs(in, col, batch, [&in](const char* a, const char* b, const auto& d) {
+    block_u8<NC>(Rows2<Rows<true, Fixed, 15>>{{a, in.stride, 15}, {b, in.stride, 15}}, d);
+  });
 }
 }  // namespace pairs
-
-// 8-bit matrices of 16 rows, at least two in the batch (see pairs); an odd last one takes SSE2.
-template <int NC, class DC>
-void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
-  if (in.stride == NC) pairs::run<NC, NC>(in, col, batch);
-  else pairs::run<NC, 0>(in, col, batch);
-  if (batch.count % 2) {
-    in.base += (batch.count - 1) * batch.sstep;
-    col.base += (batch.count - 1) * batch.dstep;
-    sse2::run_u8<NC>(in, col, Batch{});
-  }
-}
 
 // 8 rows of 16-bit elements, NC (9..16) columns: lane 0 of a row register holds columns 0..7,
 // lane 1 columns 8..15, and one 8x8 network transposes both halves.
@@ -313,7 +318,7 @@ __attribute__((always_inline)) inline void block16_u16(const Rows<Ends, Fixed, L
 }
 
 template <int NC, class DC>
-void run_u16(RowReader in, DC col, const Batch& batch) {
+NPUPACK_FLAT void run_u16(RowReader in, DC col, const Batch& batch) {
   if (in.rows >= 16) {
     return over_batch<16>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
       m.block<16, 32, 2 * NC>(r, [&](const auto& row) { block16_u16<NC>(row, c.at(0, 2 * r)); });
@@ -324,21 +329,49 @@ void run_u16(RowReader in, DC col, const Batch& batch) {
   });
 }
 
-// 8-bit matrices of 9 columns whose rows are back to back (3x3 kernels in the 64-channel blocks of
-// DC weights, a 3x3 plane in the 32-channel blocks of b_fs_yx_fsv32). Two rows are 18 bytes, nine
-// 16-bit elements, so 32 rows are a 16 x 9 matrix of 16-bit elements: the 8x8 network on row pairs
-// k and k + 8 gives its columns 0..7, and one pruned output of a second network, on reads from
-// byte 2, its column 8 (every read stays inside the 32 rows). Byte column j is then one byte blend
-// of two of those columns, even rows from one and odd rows from the other, plus a byte swap within
-// each pair for odd j. That is 35 shuffles and 9 blends per 32 rows, where block_u8 needs 47 shuffles
-// (the whole byte network): 26-30 against 39-46 cycles per 32 rows in L1, and a (512,512,3,3)
-// int8 DC layer in L3 packed in 146-155 against 163-167 us.
-template <class DCur>
-__attribute__((always_inline)) inline void block_u8_taps9(const char* s, DCur d) {
+// Matrices of 9 columns whose rows are back to back (3x3 kernels: DC weights' channel blocks,
+// b_fs_yx_fsv16 / fsv32 over a 3x3 plane) seen as matrices of row pairs: two rows of EB-byte
+// elements are nine 2 * EB-byte elements, so a kernel transposes the pairs (fewer, wider elements:
+// fewer shuffles) and then splits each pair column into two row columns.
+//
+// Given h[0..8], the nine columns of the pairs (pair m = rows 2m and 2m + 1, in element m of each),
+// column j of rows 2m and 2m + 1 is element j and element 9 + j of pair m: the low half of h[j / 2]
+// and the high half of h[(9 + j) / 2] for even j, the other way round for odd j. So each column
+// is one blend of two of h (first row's half from one, second row's from the other) plus, for odd
+// j, a swap of the halves.
+NPUPACK_AI void store_column(char* d, V::reg v) { V::store(d, v); }
+NPUPACK_AI void store_column(pairs::Cols2 d, V::reg v) { pairs::V::store(d, v); }
+
+template <int EB, class DCur>
+NPUPACK_AI void columns_of_pairs(const V::reg h[9], DCur d) {
   using R = V::reg;
-  const auto pair = [s](int k, int byte) {
-    return lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 18 * k + byte)),
-                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 18 * (k + 8) + byte)));
+  static_assert(EB == 1 || EB == 2, "pairs of 8- or 16-bit elements");
+  const R high = EB == 1 ? _mm256_set1_epi16(static_cast<int16_t>(0xFF00))
+                         : _mm256_set1_epi32(static_cast<int32_t>(0xFFFF0000));
+  const R swap = EB == 1 ? _mm256_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
+                                            1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
+                         : _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+                                            2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  for (int j = 0; j < 9; j += 2) store_column(d[j], _mm256_blendv_epi8(h[j / 2], h[(9 + j) / 2], high));
+  for (int j = 1; j < 9; j += 2) {
+    store_column(d[j], _mm256_shuffle_epi8(_mm256_blendv_epi8(h[(9 + j) / 2], h[(j - 1) / 2], high), swap));
+  }
+}
+
+// 32 rows of 8-bit elements, 9 columns, rows back to back: 16 from s0 (lane 0) and 16 from s1
+// (lane 1; s0 + 144 for 32 rows of one matrix, the next matrix for two 16-row matrices side by
+// side). That is a 16 x 9 matrix of 16-bit row pairs: the 8x8 network on pairs k and k + 8 gives
+// its columns 0..7, one pruned output of a second network, on reads from byte 2, its column 8
+// (every read stays inside the rows); then columns_of_pairs. 35 shuffles and 9 blends per 32 rows,
+// where block_u8 needs 47 shuffles (the whole byte network): 26-30 against 39-46 cycles per 32
+// rows in L1, a (512,512,3,3) int8 DC layer in L3 packed in 146-155 against 163-167 us, and two
+// 16-row matrices (b_fs_yx_fsv16) in 10.0-10.5 against 11.3 ns in L1.
+template <class DCur>
+NPUPACK_AI void block_u8_taps9(const char* s0, const char* s1, DCur d) {
+  using R = V::reg;
+  const auto pair = [s0, s1](int k, int byte) {
+    return lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 18 * k + byte)),
+                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + 18 * k + byte)));
   };
   R a[8], h[9];
   for (int k = 0; k < 8; ++k) a[k] = pair(k, 0);
@@ -348,24 +381,65 @@ __attribute__((always_inline)) inline void block_u8_taps9(const char* s, DCur d)
   const R c1 = V::hi32(V::hi16(a[0], a[1]), V::hi16(a[2], a[3]));
   const R c3 = V::hi32(V::hi16(a[4], a[5]), V::hi16(a[6], a[7]));
   h[8] = V::hi64(c1, c3);
-  // Column j of rows 2m and 2m + 1 is byte j and byte 9 + j of row pair m, in elements j / 2 and
-  // (9 + j) / 2 of h: the low byte of the first and the high byte of the second for even j, the
-  // other way round for odd j (hence the swap).
-  const R odd_bytes = _mm256_set1_epi16(static_cast<int16_t>(0xFF00));
-  const R swap = _mm256_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
-                                  1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-  for (int j = 0; j < 9; j += 2) V::store(d[j], _mm256_blendv_epi8(h[j / 2], h[(9 + j) / 2], odd_bytes));
-  for (int j = 1; j < 9; j += 2) {
-    V::store(d[j], _mm256_shuffle_epi8(_mm256_blendv_epi8(h[(9 + j) / 2], h[(j - 1) / 2], odd_bytes), swap));
-  }
+  columns_of_pairs<1>(h, d);
 }
 
-// run_u8<9> for rows back to back (in.stride == 9): block_u8_taps9 on each 32 rows.
-template <class DC>
-void run_u8_taps9(const RowReader& in, DC col, const Batch& batch) {
-  over_batch<32>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
-    block_u8_taps9(m.base + r * 9, c.at(0, r));
+// 16 rows of 16-bit elements, 9 columns, rows back to back from s: an 8 x 9 matrix of 32-bit row
+// pairs, pairs k and k + 4 in the two lanes of a register. A 4x4 network per 16 bytes of the
+// pairs gives their columns 0..3 and 4..7, and its output 3, on reads ending at each pair's end,
+// column 8 (every read stays inside the 16 rows); then columns_of_pairs. 23 shuffles and 21 blends
+// per 16 rows, where block16_u16 needs 31 shuffles and 16 blends: 5.2 against 6.8 ns per 16 rows
+// in L1.
+template <class DCur>
+NPUPACK_AI void block_u16_taps9(const char* s, DCur d) {
+  using R = V::reg;
+  const auto load = [s](R a[4], int byte) {
+    for (int k = 0; k < 4; ++k) {
+      a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 36 * k + byte)),
+                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 144 + 36 * k + byte)));
+    }
+  };
+  R a[4], h[9];
+  for (int q = 0; q < 2; ++q) {
+    load(a, 16 * q);
+    const R b0 = V::lo32(a[0], a[1]), b1 = V::hi32(a[0], a[1]), b2 = V::lo32(a[2], a[3]), b3 = V::hi32(a[2], a[3]);
+    h[4 * q] = V::lo64(b0, b2);
+    h[4 * q + 1] = V::hi64(b0, b2);
+    h[4 * q + 2] = V::lo64(b1, b3);
+    h[4 * q + 3] = V::hi64(b1, b3);
+  }
+  load(a, 20);
+  h[8] = V::hi64(V::hi32(a[0], a[1]), V::hi32(a[2], a[3]));
+  columns_of_pairs<2>(h, d);
+}
+
+// run_u8<9> for rows back to back (in.stride == 9) and run_u16<9> for 16 rows and more back to
+// back (in.stride == 18): the row-pair kernels above on each block of Rows rows.
+template <int EB, class DC>
+NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch) {
+  constexpr int kRows = EB == 1 ? 32 : 16;
+  over_batch<kRows>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
+    if constexpr (EB == 1) block_u8_taps9(m.base + r * 9, m.base + r * 9 + 144, c.at(0, r));
+    else block_u16_taps9(m.base + r * 18, c.at(0, 2 * r));
   });
+}
+
+// 8-bit matrices of 16 rows, at least two in the batch (see pairs); an odd last one takes SSE2.
+// Nine columns with rows back to back take the row-pair kernel, one matrix per lane.
+template <int NC, class DC>
+NPUPACK_FLAT void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
+  if (NC == 9 && in.stride == 9) {
+    pairs::over_pairs(in, col, batch, [](const char* a, const char* b, const auto& d) { block_u8_taps9(a, b, d); });
+  } else if (in.stride == NC) {
+    pairs::run<NC, NC>(in, col, batch);
+  } else {
+    pairs::run<NC, 0>(in, col, batch);
+  }
+  if (batch.count % 2) {
+    in.base += (batch.count - 1) * batch.sstep;
+    col.base += (batch.count - 1) * batch.dstep;
+    sse2::run_u8<NC>(in, col, Batch{});
+  }
 }
 
 // 16-bit elements, 16 rows x 8 columns per step (rows >= 16, cols >= 8; remainders are
@@ -423,6 +497,7 @@ void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
 #pragma GCC pop_options
 
 #undef NPUPACK_AI
+#undef NPUPACK_FLAT
 
 }  // namespace narrow
 }  // namespace npupack
