@@ -97,11 +97,12 @@ inline void over_rows(int64_t rows, int64_t rb, Block block) {
 }
 
 #define NPUPACK_AI __attribute__((always_inline)) static inline
-// For the batch kernels' entry points: over_batch, over_rows and the lambdas they call are
+// For the AVX2 kernels' entry points: over_batch, over_rows and the lambdas they call are
 // compiled without the AVX2 target (they serve every instruction set), so GCC cannot inline an
 // AVX2 block into them and called it once per block, with a vzeroupper and the block's constants
 // reloaded each time. Flattening inlines the whole loop into the AVX2 entry point: 16 rows of
-// 3x3 fp16 taps in 6.6-6.9 instead of 8.8-9.4 ns in L1.
+// 3x3 fp16 taps in 6.6-6.9 instead of 8.8-9.4 ns in L1, a 64x64 tall_u16 in 170-187 instead of
+// 208-357 ns; (1,256,56,56) int8 NVDLA feature packing 39 instead of 46 us.
 #define NPUPACK_FLAT __attribute__((flatten))
 
 // 16 bytes from row k, whose first `Bytes` (9..16) are the row's; for the last row the read ends
@@ -447,7 +448,7 @@ NPUPACK_FLAT void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
 // both, and each column's 16 rows (32 bytes, consecutive in the destination) in one store. Half
 // the shuffles per byte of the SSE2 8x8 blocks. Cursors as in transpose.cpp.
 template <class SR, class DC>
-void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
+NPUPACK_FLAT void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
   using R = V::reg;
   over_rows(rows, 16, [&](int64_t r) {
     over_rows(cols, 8, [&](int64_t c) {
@@ -469,7 +470,7 @@ void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
 // overlapping last steps): rows r..r+15 in lane 0 and r+16..r+31 in lane 1 (8 bytes each, in
 // the low half), two 8x8 byte networks per lane, and each column's 32 rows in one store.
 template <class SR, class DC>
-void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
+NPUPACK_FLAT void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
   using R = V::reg;
   over_rows(rows, 32, [&](int64_t r) {
     over_rows(cols, 8, [&](int64_t c) {
