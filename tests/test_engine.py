@@ -261,6 +261,24 @@ def test_narrow_transposes_every_width_and_row_count(eb, cols):
             assert np.array_equal(layout.unpack(packed), x)
 
 
+def test_wide_byte_transposes_of_16_to_31_rows():
+    """Byte matrices of 16..31 rows (b_fs_yx_fsv16 int8 activations: 16 channels x H*W) and 32
+    columns or more take the AVX2 wide steps (a 32-byte load per row, columns j and j + 16 in one
+    register): row counts across the range, column counts around the 32-column step (the last step
+    overlaps the previous one), contiguous and padded row strides, against the reference path and
+    NumPy, and back."""
+    rng = np.random.default_rng(5)
+    for rows in (16, 17, 23, 31):
+        for cols in (31, 32, 33, 47, 63, 64, 65, 100):
+            layout = BlockedLayout([Dim("a", rows), Dim("b", cols)], [("b", 0), ("a", 0)], np.dtype("u1"))
+            for extra in (0, 5):
+                x = rng.integers(0, 255, size=(rows, cols + extra), dtype=np.uint8, endpoint=True)[:, :cols]
+                packed = layout.pack(x)
+                assert np.array_equal(packed, x.T.reshape(-1)), (rows, cols, extra)
+                assert np.array_equal(packed, layout.pack(x, reference=True))
+                assert np.array_equal(layout.unpack(packed), x)
+
+
 @pytest.mark.parametrize("eb, row_counts", [(1, (32, 33, 40, 47, 63, 64, 65, 100)),
                                              (2, (16, 17, 23, 24, 31, 32, 33, 40))])
 def test_tall_transposes(eb, row_counts):
