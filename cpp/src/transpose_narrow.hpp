@@ -450,20 +450,29 @@ NPUPACK_FLAT void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
 template <class SR, class DC>
 NPUPACK_FLAT void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
   using R = V::reg;
-  over_rows(rows, 16, [&](int64_t r) {
+  const auto step = [&](int64_t r, int64_t c) {
+    const auto s = row.at(r, 2 * c);
+    if constexpr (decltype(col.at(0, 0))::kStream) prefetch_rows<16, 32>(s, c);
+    R a[8], out[8];
+    for (int k = 0; k < 8; ++k) {
+      a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])),
+                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
+    }
+    network_8x8_u16(a, out);
+    const auto d = col.at(c, 2 * r);
+    for (int j = 0; j < 8; ++j) V::put(d, j, out[j]);
+  };
+  if (rows == 32 && !decltype(col.at(0, 0))::kStream) {
+    // 64-byte columns (b_fs_yx_fsv32 fp16 activations): both halves of a column in one step, so
+    // that each line is written whole while it is in L1, not once per 16-row pass over a
+    // plane's worth of columns: (1,256,56,56) in 59 instead of 66 us.
     over_rows(cols, 8, [&](int64_t c) {
-      const auto s = row.at(r, 2 * c);
-      if constexpr (decltype(col.at(0, 0))::kStream) prefetch_rows<16, 32>(s, c);
-      R a[8], out[8];
-      for (int k = 0; k < 8; ++k) {
-        a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])),
-                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
-      }
-      network_8x8_u16(a, out);
-      const auto d = col.at(c, 2 * r);
-      for (int j = 0; j < 8; ++j) V::put(d, j, out[j]);
+      step(0, c);
+      step(16, c);
     });
-  });
+    return;
+  }
+  over_rows(rows, 16, [&](int64_t r) { over_rows(cols, 8, [&](int64_t c) { step(r, c); }); });
 }
 
 // 8-bit elements, 32 rows x 8 columns per step (rows >= 32, cols >= 8; remainders are
