@@ -98,12 +98,7 @@ inline __m128i load8(const char* p) { return _mm_loadl_epi64(reinterpret_cast<co
 inline __m128i load16(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 inline void store8(char* p, __m128i v) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v); }
 inline void store16(char* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
-// Column k of cursor d: a non-temporal store for a streamed destination.
-template <class Cur>
-inline void put16(const Cur& d, int64_t k, __m128i v) {
-  if constexpr (Cur::kStream) _mm_stream_si128(reinterpret_cast<__m128i*>(d[k]), v);
-  else store16(d[k], v);
-}
+using narrow::put16;
 
 // Eight rows (cursor s), 8 bytes each -> d[k] = (column 2k, column 2k+1), 8 bytes each.
 template <class Cur>

@@ -116,6 +116,14 @@ __attribute__((always_inline)) inline __m128i load_row(const Rows<Ends, Fixed, L
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row(k)));
 }
 
+// 16 bytes to column k of cursor d: a non-temporal store for a streamed destination (SSE2, so
+// every instruction set may use it).
+template <class Cur>
+__attribute__((always_inline)) inline void put16(const Cur& d, int64_t k, __m128i v) {
+  if constexpr (Cur::kStream) _mm_stream_si128(reinterpret_cast<__m128i*>(d[k]), v);
+  else _mm_storeu_si128(reinterpret_cast<__m128i*>(d[k]), v);
+}
+
 // For outputs far larger than the caches (a streamed destination): the rows of a tall matrix are
 // N read streams, more than the hardware prefetchers follow, and the reads waited on memory.
 // Once per cache line of a row (every Per columns), ask for the line 256 bytes ahead in each
@@ -415,7 +423,8 @@ NPUPACK_AI void block_u16_taps9(const char* s, DCur d) {
 }
 
 // run_u8<9> for rows back to back (in.stride == 9) and run_u16<9> for 16 rows and more back to
-// back (in.stride == 18): the row-pair kernels above on each block of Rows rows.
+// back (in.stride == 18): the row-pair kernels above on each block of 32 (8-bit) or 16 (16-bit)
+// rows.
 template <int EB, class DC>
 NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch) {
   constexpr int kRows = EB == 1 ? 32 : 16;
@@ -429,8 +438,12 @@ NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch) {
 // Nine columns with rows back to back take the row-pair kernel, one matrix per lane.
 template <int NC, class DC>
 NPUPACK_FLAT void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
-  if (NC == 9 && in.stride == 9) {
-    pairs::over_pairs(in, col, batch, [](const char* a, const char* b, const auto& d) { block_u8_taps9(a, b, d); });
+  if constexpr (NC == 9) {
+    if (in.stride == 9) {
+      pairs::over_pairs(in, col, batch, [](const char* a, const char* b, const auto& d) { block_u8_taps9(a, b, d); });
+    } else {
+      pairs::run<9, 0>(in, col, batch);
+    }
   } else if (in.stride == NC) {
     pairs::run<NC, NC>(in, col, batch);
   } else {
@@ -521,18 +534,13 @@ struct Split {
   Cur d;
   Col<Cur> operator[](int64_t j) const { return {&d, j}; }
 };
-template <class Cur>
-NPUPACK_AI void put_half(const Cur& d, int64_t k, __m128i v) {
-  if constexpr (Cur::kStream) _mm_stream_si128(reinterpret_cast<__m128i*>(d[k]), v);
-  else _mm_storeu_si128(reinterpret_cast<__m128i*>(d[k]), v);
-}
 struct V : avx2::V {
   template <int Bytes, class Cur>
   NPUPACK_AI reg load(const Cur& s, int k) { return _mm256_loadu_si256(reinterpret_cast<const reg*>(s[k])); }
   template <class Cur>
   NPUPACK_AI void store(Col<Cur> c, reg v) {
-    put_half(*c.d, c.j, _mm256_castsi256_si128(v));
-    put_half(*c.d, c.j + 16, _mm256_extracti128_si256(v, 1));
+    put16(*c.d, c.j, _mm256_castsi256_si128(v));
+    put16(*c.d, c.j + 16, _mm256_extracti128_si256(v, 1));
   }
 };
 #include "transpose_network.inc"
