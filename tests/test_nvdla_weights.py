@@ -216,13 +216,19 @@ def test_nan_policy():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("where", [(0, 0, 0, 0), (77, 123, 1, 2), (168, 399, 2, 2)], ids=str)
-def test_fp16_checked_kernel_group_by_kernel_group(threads, where):
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+@pytest.mark.parametrize("shape", [(169, 400, 3, 3), (169, 4000, 1, 1), (169, 4003, 1, 1)], ids=str)
+def test_fp16_checked_kernel_group_by_kernel_group(threads, where, shape):
     # float16 weights are checked for INF / NaN one kernel group at a time as they are packed (the
-    # short last group included, and across threads: 1.2 MB is split); a group with INF or NaN
+    # short last group included, and across threads: 1.2-1.4 MB is split); a group with INF or NaN
     # sends the whole tensor down the converting path, whatever the other groups wrote into out.
+    # 3x3 kernels: each group is checked before it is packed. 1x1 kernels with C % 8 == 0: the
+    # row copies test the groups as they move them. C = 4003: the last channel block's rows (6
+    # bytes) are not tested by the copies, so each group is checked after it is packed.
+    k, c, r, s = shape
+    where = {"first": (0, 0, 0, 0), "middle": (77, 123, r // 2, s - 1), "last": (k - 1, c - 1, r - 1, s - 1)}[where]
     rng = np.random.default_rng(7)
-    w = rng.standard_normal((169, 400, 3, 3)).astype(np.float16)
+    w = rng.standard_normal(shape).astype(np.float16)
     kpg, cb, tail = 16, 64, 128
     size = ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=tail).size
     with npupack.num_threads(threads):
@@ -242,6 +248,26 @@ def test_fp16_checked_kernel_group_by_kernel_group(threads, where):
         got = pack_weights(w_nan, allow_nan=True, out=out).weight
         assert np.array_equal(got, ref.pack_dc_vectorised(w_nan, kpg=kpg, cb=cb, tail=tail))
     assert np.isnan(w_nan[where])  # the caller's tensor is left as it was
+
+
+@pytest.mark.parametrize("shape", [(40, 64, 1, 1), (40, 72, 1, 1), (40, 70, 1, 1), (40, 64, 3, 3)], ids=str)
+def test_fp16_fast_path_verdict_on_edge_values(shape):
+    # The packer's own INF/NaN verdict (the row copies' test for 1x1 kernels with C % 8 == 0, the
+    # slab scan otherwise): zeros, -0, subnormals and the largest finite values are finite, every
+    # all-ones exponent is not, in the first, a middle and the last kernel group.
+    from npupack.nvdla.surfaces import _dc_layout
+
+    layout = _dc_layout(shape, "fp16", NV_FULL)
+    edge = np.array([0x0000, 0x8000, 0x0001, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x3C00], np.uint16)
+    bits = np.resize(edge, shape).astype(np.uint16)
+    out = np.empty(layout.nbytes, np.uint8)
+    assert layout._pack_finite_fp16_into(bits, out)
+    assert np.array_equal(out, ref.pack_dc_vectorised(bits.view(np.float16), kpg=16, cb=64, tail=1)[:layout.nbytes])
+    for bad in (0x7C00, 0xFC00, 0x7C01, 0xFE00, 0xFFFF):
+        for where in ((0, 0, 0, 0), (17, shape[1] // 2, 0, 0), (39, shape[1] - 1, shape[2] - 1, shape[3] - 1)):
+            b = bits.copy()
+            b[where] = bad
+            assert not layout._pack_finite_fp16_into(b, out), (hex(bad), where)
 
 
 @pytest.mark.parametrize("k", [2, 3, 5, 32, 33])

@@ -158,7 +158,7 @@ bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array_t<uint16_t,
   py::gil_scoped_release release;
   return npupack::pack_checked(L, a.src, a.strides, a.dst, a.size, nullptr, [](const char* slab, int64_t bytes) {
     return npupack::fp16_first_nonfinite(reinterpret_cast<const uint16_t*>(slab), bytes / 2) < 0;
-  });
+  }, true);
 }
 
 void layout_unpack(const BlockedLayout& L, const py::array& buf, py::array out, bool reference) {

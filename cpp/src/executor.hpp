@@ -11,6 +11,10 @@
 #include "npupack/stream.hpp"
 #include "npupack/transpose.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace npupack {
 namespace detail {
 
@@ -337,6 +341,14 @@ class Executor {
   }
 
  public:
+  // fp16 INF/NaN test fused into packing (pack_checked): the row copies of rows contiguous on
+  // both sides (1x1 DC weights: one 64-byte channel block per kernel) test the halves they move,
+  // and count the bytes they tested, so that the caller knows whether a slab was covered whole.
+  void watch_fp16(bool on) { watch_ = on && to_packed_ && eb_ == 2; }
+  void clear_watch() { watched_ = 0; nonfinite_ = false; }
+  int64_t watched_bytes() const { return watched_; }
+  bool saw_nonfinite() const { return nonfinite_; }
+
   // True when packing writes every hole itself: the only holes are the tails of the innermost
   // loop's blocks (every other dim exact, no padding, no stride gaps) and the transpose path
   // writes those tails whole. pack() then skips the separate fill pass.
@@ -449,6 +461,43 @@ class Executor {
       std::memcpy(dst + i * dstep, src + i * sstep, N);
     }
   }
+  // copy_rows_ahead for rows of `row` bytes (a multiple of 16) of 16-bit elements, returning
+  // whether every element moved is finite as binary16 (exponent not all ones): the test rides on
+  // the copy's loads instead of a second pass over the slab. N > 0: rows of exactly N bytes
+  // (channel blocks of 64 or 128 bytes), unrolled; 0: any multiple of 16.
+  template <int64_t N>
+  static bool copy_rows_finite16(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, int64_t row,
+                                 Ahead ahead) {
+    if (N > 0) row = N;
+#if defined(__SSE2__)
+    const __m128i expo = _mm_set1_epi16(0x7C00);
+    __m128i bad = _mm_setzero_si128();
+    for (int64_t i = 0; i < n; ++i) {
+      ahead.step();
+      const char* s = src + i * sstep;
+      char* d = dst + i * dstep;
+#pragma GCC unroll 8
+      for (int64_t b = 0; b < row; b += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + b), v);
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi16(_mm_and_si128(v, expo), expo));
+      }
+    }
+    return _mm_movemask_epi8(bad) == 0;
+#else
+    bool finite = true;
+    for (int64_t i = 0; i < n; ++i) {
+      ahead.step();
+      std::memcpy(dst + i * dstep, src + i * sstep, static_cast<size_t>(row));
+      for (int64_t b = 0; b < row; b += 2) {
+        uint16_t h;
+        std::memcpy(&h, src + i * sstep + b, 2);
+        finite = finite && (h & 0x7C00) != 0x7C00;
+      }
+    }
+    return finite;
+#endif
+  }
   // The pending prefetch range (next_slab_part), handed to a kernel that takes it over `steps`.
   Ahead take_ahead(int64_t steps) {
     const Ahead ahead(pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr, pf_hi_ - pf_lo_, steps);
@@ -530,6 +579,12 @@ class Executor {
             std::memcpy(d, lin_ + loff + i * x.lstep, row);
             if (i + 1 < nx) std::memset(d + row, 0, gap);
           }
+        } else if (watch_ && row % 16 == 0) {
+          const Ahead ahead = pf_hi_ > pf_lo_ ? take_ahead(nx) : Ahead();
+          const auto copy = row == 64 ? copy_rows_finite16<64> : row == 128 ? copy_rows_finite16<128>
+                                                                            : copy_rows_finite16<0>;
+          nonfinite_ |= !copy(lin_ + loff, x.lstep, pout_ + poff, psx, nx, static_cast<int64_t>(row), ahead);
+          watched_ += nx * static_cast<int64_t>(row);
         } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 64) {
           copy_rows_ahead<64>(lin_ + loff, x.lstep, pout_ + poff, psx, nx, take_ahead(nx));
         } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 128) {
@@ -797,6 +852,9 @@ class Executor {
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
   bool prefetch_slabs_ = false;        // the next outer slab is prefetched (next_slab_part)
+  bool watch_ = false;                 // watch_fp16: row copies test fp16 halves
+  bool nonfinite_ = false;             // watch_fp16: a tested half was INF or NaN
+  int64_t watched_ = 0;                // watch_fp16: bytes tested since clear_watch
   int64_t outer_i_ = 0;                // the outer iteration running
   int64_t pf_lo_ = 0, pf_hi_ = 0;      // logical bytes the inner kernels are to prefetch
   std::pair<int64_t, int64_t> next_slab_{0, 0};  // next_slab_part: the next outer slab

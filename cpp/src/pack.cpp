@@ -164,7 +164,7 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
 }
 
 bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
-                  char* packed, int64_t packed_size, const char* pad, SlabCheck check) {
+                  char* packed, int64_t packed_size, const char* pad, SlabCheck check, bool fp16_finite) {
   check_args(L, logical_strides, packed_size);
   int64_t bytes = L.elem_bytes();  // C-contiguous strides, checked: the slabs rely on them
   for (size_t i = logical_strides.size(); i-- > 0;) {
@@ -177,17 +177,33 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
       if (!ex.fills_holes()) fill_holes(L, packed, pad);
       std::atomic<bool> ok{true};
       for_outer_ranges(L, ex, [&](Executor& e, int64_t lo, int64_t hi) {
+        // With fp16_finite the executor's row copies may test the slab as they move it. The
+        // first slab is both checked and watched; if the copies covered it whole, the later
+        // slabs (the same plan) are only watched, and any one they do not cover whole is
+        // checked after it is packed.
+        enum { kProbe, kWatch, kCheck } mode = fp16_finite ? kProbe : kCheck;
+        e.watch_fp16(mode == kProbe);
         for (int64_t i = lo; i < hi && ok.load(std::memory_order_relaxed); ++i) {
           // Checked just before it is packed: the slab was prefetched while the previous one
           // was packed, so the check and the pack both read it from the caches. Checked after
           // packing, it had partly left L2 for the next slab's prefetch (3x3 DC weights: three
           // 147 KB slabs, in, out and next, in a 512 KB L2).
           const auto slab = e.outer_slab(i);
-          if (!check(logical + slab.first, slab.second - slab.first)) {
+          const int64_t size = slab.second - slab.first;
+          if (mode != kWatch && !check(logical + slab.first, size)) {
             ok = false;
             return;
           }
+          e.clear_watch();
           e.run_outer(i, i + 1, logical, nullptr, nullptr, packed);
+          const bool covered = e.watched_bytes() == size;
+          if (mode == kProbe) {
+            mode = covered ? kWatch : kCheck;
+            e.watch_fp16(mode == kWatch);
+          } else if (mode == kWatch && (covered ? e.saw_nonfinite() : !check(logical + slab.first, size))) {
+            ok = false;
+            return;
+          }
         }
       });
       return ok;

@@ -29,9 +29,11 @@ using SlabCheck = bool (*)(const char* slab, int64_t bytes);
 // the layout's outer loop reads one contiguous slab per step (DC weights: a kernel group), each
 // slab is checked just before it is packed, while it is in the caches (prefetched during the
 // previous slab), instead of a separate pass over the whole tensor in memory; otherwise the
-// whole tensor is checked first.
+// whole tensor is checked first. `fp16_finite` says that `check` is the binary16 INF/NaN test
+// (no element with an all-ones exponent): the executor may then apply it to the bytes it moves,
+// instead of a separate pass over the slab.
 bool pack_checked(const BlockedLayout& layout, const char* logical, const std::vector<int64_t>& logical_strides,
-                  char* packed, int64_t packed_size, const char* pad, SlabCheck check);
+                  char* packed, int64_t packed_size, const char* pad, SlabCheck check, bool fp16_finite = false);
 
 // One layer of a batch: pack(*layout, logical, strides, packed, packed_size, nullptr).
 struct PackJob {
