@@ -1,9 +1,11 @@
 #include "npupack/convert.hpp"
 
+#include "fp16_test.hpp"
+
 #include <cmath>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__)
 #include <immintrin.h>
 #define NPUPACK_SSE2_SCAN 1
 #endif
@@ -34,22 +36,10 @@ void to_fp16(const double* in, uint16_t* out, int64_t n, Fp16Rounding rounding, 
 
 namespace {
 
-// A test on the bits of a binary16 value: (b & mask) == value, or (b & mask) > value. Masks stay
-// within 0x7FFF, so the SIMD lanes may compare as signed 16-bit integers.
-struct Fp16Test {
-  uint16_t mask, value;
-  bool greater;
-  bool operator()(uint16_t b) const {
-    return greater ? (b & mask) > value : (b & mask) == value;
-  }
-};
+using detail::Fp16Test;
 
 #if defined(NPUPACK_SSE2_SCAN)
-inline __m128i lanes_sse2(__m128i v, const Fp16Test& t) {
-  const __m128i m = _mm_and_si128(v, _mm_set1_epi16(static_cast<int16_t>(t.mask)));
-  const __m128i value = _mm_set1_epi16(static_cast<int16_t>(t.value));
-  return t.greater ? _mm_cmpgt_epi16(m, value) : _mm_cmpeq_epi16(m, value);
-}
+using detail::fp16_lanes_sse2;
 
 // Whether any of the n (a multiple of 32) halves at p passes t: 8 halves per compare, the lane
 // masks OR-ed together.
@@ -57,8 +47,10 @@ bool any_sse2(const uint16_t* bits, int64_t n, const Fp16Test& t) {
   __m128i acc = _mm_setzero_si128();
   for (int64_t j = 0; j < n; j += 32) {
     const auto* p = reinterpret_cast<const __m128i*>(bits + j);
-    const __m128i m0 = _mm_or_si128(lanes_sse2(_mm_loadu_si128(p), t), lanes_sse2(_mm_loadu_si128(p + 1), t));
-    const __m128i m1 = _mm_or_si128(lanes_sse2(_mm_loadu_si128(p + 2), t), lanes_sse2(_mm_loadu_si128(p + 3), t));
+    const __m128i m0 = _mm_or_si128(fp16_lanes_sse2(_mm_loadu_si128(p), t),
+                                    fp16_lanes_sse2(_mm_loadu_si128(p + 1), t));
+    const __m128i m1 = _mm_or_si128(fp16_lanes_sse2(_mm_loadu_si128(p + 2), t),
+                                    fp16_lanes_sse2(_mm_loadu_si128(p + 3), t));
     acc = _mm_or_si128(acc, _mm_or_si128(m0, m1));
   }
   return _mm_movemask_epi8(acc) != 0;
@@ -121,15 +113,15 @@ int64_t first_match(const uint16_t* bits, int64_t n, const Fp16Test& t, KernelPa
 }  // namespace
 
 bool fp16_any_inf(const uint16_t* bits, int64_t n, KernelPath path) {
-  return first_match(bits, n, {0x7FFF, 0x7C00, false}, path) >= 0;
+  return first_match(bits, n, detail::kFp16Inf, path) >= 0;
 }
 
 int64_t fp16_first_nan(const uint16_t* bits, int64_t n, KernelPath path) {
-  return first_match(bits, n, {0x7FFF, 0x7C00, true}, path);
+  return first_match(bits, n, detail::kFp16Nan, path);
 }
 
 int64_t fp16_first_nonfinite(const uint16_t* bits, int64_t n, KernelPath path) {
-  return first_match(bits, n, {0x7C00, 0x7C00, false}, path);
+  return first_match(bits, n, detail::kFp16NonFinite, path);
 }
 
 namespace {

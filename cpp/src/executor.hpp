@@ -11,9 +11,7 @@
 #include "npupack/stream.hpp"
 #include "npupack/transpose.hpp"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "fp16_test.hpp"
 
 namespace npupack {
 namespace detail {
@@ -462,7 +460,7 @@ class Executor {
     }
   }
   // copy_rows_ahead for rows of `row` bytes (a multiple of 16) of 16-bit elements, returning
-  // whether every element moved is finite as binary16 (exponent not all ones): the test rides on
+  // whether every element moved is finite as binary16 (kFp16NonFinite): the test rides on
   // the copy's loads instead of a second pass over the slab. N > 0: rows of exactly N bytes
   // (channel blocks of 64 or 128 bytes), unrolled; 0: any multiple of 16.
   template <int64_t N>
@@ -470,7 +468,6 @@ class Executor {
                                  Ahead ahead) {
     if (N > 0) row = N;
 #if defined(__SSE2__)
-    const __m128i expo = _mm_set1_epi16(0x7C00);
     __m128i bad = _mm_setzero_si128();
     for (int64_t i = 0; i < n; ++i) {
       ahead.step();
@@ -480,7 +477,7 @@ class Executor {
       for (int64_t b = 0; b < row; b += 16) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(d + b), v);
-        bad = _mm_or_si128(bad, _mm_cmpeq_epi16(_mm_and_si128(v, expo), expo));
+        bad = _mm_or_si128(bad, fp16_lanes_sse2(v, kFp16NonFinite));
       }
     }
     return _mm_movemask_epi8(bad) == 0;
@@ -492,7 +489,7 @@ class Executor {
       for (int64_t b = 0; b < row; b += 2) {
         uint16_t h;
         std::memcpy(&h, src + i * sstep + b, 2);
-        finite = finite && (h & 0x7C00) != 0x7C00;
+        finite = finite && !kFp16NonFinite(h);
       }
     }
     return finite;
