@@ -310,7 +310,8 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
   }
-  if (rows >= 32 && cols >= 8 && cpu().avx2) return narrow::avx2::tall_u8(row, col, rows, cols);
+  if (rows >= 32 && cols >= 16 && cpu().avx2) return narrow::avx2::tall16_u8(row, col, rows, cols);
+  if (rows >= 32 && cols >= 8 && cpu().avx2) return narrow::avx2::tall_u8(row, col, rows, cols);  // cols < 16
   if (rows >= 16 && cols >= 32 && cpu().avx2) return narrow::avx2::wide16_u8(row, col, rows, cols);
   if (rows < 16) {  // 8x8 blocks for 8..15 rows (8-byte atoms, short channel blocks)
     tile_2d<1>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
@@ -393,6 +394,7 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
   const Strided row{src, src_stride};
   const StreamOut col{dst, dst_stride};
   if (cols >= 8 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {  // non-temporal stores are 16 bytes, aligned
+    if (eb == 1 && rows == 32 && cols >= 16 && cpu().avx2) return narrow::avx2::tall16_u8(row, col, rows, cols);
     if (eb == 1 && rows == 32 && cpu().avx2) return narrow::avx2::tall_u8(row, col, rows, cols);
     if (eb == 2 && rows == 16 && cpu().avx2) return narrow::avx2::tall_u16(row, col, rows, cols);
     if (eb == 1 && rows == 16 && cols >= 32 && cpu().avx2) return narrow::avx2::wide16_u8(row, col, rows, cols);
