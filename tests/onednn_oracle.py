@@ -101,7 +101,7 @@ class Oracle:
                                                         None), "reorder desc")
         self._ok(lib.dnnl_primitive_create(ctypes.byref(prim), pd), "primitive")
         args = (_ExecArg * 2)(_ExecArg(_ARG_FROM, src_mem.value), _ExecArg(_ARG_TO, dst_mem.value))
-        keep = (x, args)
+        keep = (x, dst, args)  # oneDNN holds raw pointers to x and dst: run() keeps both alive
 
         def run():
             lib.dnnl_primitive_execute(prim, self.stream, 2, args)
