@@ -215,6 +215,21 @@ def test_nan_policy():
     assert unpack_weights(pack_weights(h, saturate=False)).view(np.uint16)[2, 4321, 0, 0] == 0xFC00
 
 
+def test_fp16_dimension_of_extent_one_with_any_stride():
+    # np.newaxis gives a dimension of extent 1 and stride 0, and NumPy still calls the array
+    # C-contiguous: the checked fp16 path must take it like its contiguous copy.
+    w = np.random.default_rng(5).standard_normal((40, 3, 3)).astype(np.float16)[:, np.newaxis]
+    assert w.strides[1] == 0 and w.flags.c_contiguous
+    expect = ref.pack_dc_vectorised(np.ascontiguousarray(w), kpg=16, cb=64, tail=128)
+    assert np.array_equal(pack_weights(w).weight, expect)
+    w_inf = w.copy()
+    w_inf[3, 0, 1, 1] = np.inf
+    w_inf = np.ascontiguousarray(w_inf[:, 0])[:, np.newaxis]
+    w_exp = np.ascontiguousarray(w_inf)
+    w_exp[3, 0, 1, 1] = 65504.0
+    assert np.array_equal(pack_weights(w_inf).weight, ref.pack_dc_vectorised(w_exp, kpg=16, cb=64, tail=128))
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
 @pytest.mark.parametrize("shape", [(169, 400, 3, 3), (169, 4000, 1, 1), (169, 4003, 1, 1)], ids=str)

@@ -163,11 +163,16 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
   run_parallel(L, ex, logical, nullptr, nullptr, packed);
 }
 
-bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
+bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& given_strides,
                   char* packed, int64_t packed_size, const char* pad, SlabCheck check, bool fp16_finite) {
-  check_args(L, logical_strides, packed_size);
-  int64_t bytes = L.elem_bytes();  // C-contiguous strides, checked: the slabs rely on them
+  check_args(L, given_strides, packed_size);
+  // C-contiguous strides, checked: the slabs rely on them. A dimension of extent 1 may have any
+  // stride (NumPy's np.newaxis gives 0, and still calls the array C-contiguous); it never moves,
+  // so it gets its C-contiguous stride here.
+  std::vector<int64_t> logical_strides = given_strides;
+  int64_t bytes = L.elem_bytes();
   for (size_t i = logical_strides.size(); i-- > 0;) {
+    if (L.dims()[i].extent == 1) logical_strides[i] = bytes;
     if (logical_strides[i] != bytes) throw LayoutError("pack_checked: the logical tensor must be C-contiguous");
     bytes *= L.dims()[i].extent;
   }
