@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import npupack
 from npupack import LayoutError, UnsupportedError
 from npupack.nvdla import (NV_SMALL, Config, feature_layout, feature_strides, pack_feature,
                            unpack_feature)
@@ -136,6 +137,37 @@ def test_input_conversion_and_out(rng):
     nan = np.full((1, 1, 1), np.nan, np.float32)
     b = pack_feature(nan).view(np.uint16)
     assert b[0] == 0x7E00 and not b[1:].any()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+@pytest.mark.parametrize("shape, strides", [
+    ((3, 40, 90, 90), {}),                                  # 2.9 MB packed: split across threads
+    ((40, 33, 35), {}),                                     # (C, H, W)
+    ((2, 20, 9, 11), dict(line_stride=384, surface_stride=4096)),  # gaps between lines and surfaces
+], ids=str)
+def test_fp16_feature_checked_surface_by_surface(threads, where, shape, strides):
+    # float16 activations are checked for INF / NaN one surface at a time as they are packed; a
+    # surface with INF sends the whole tensor down the converting path (INF saturates to 65504
+    # unless saturate=False), whatever the other surfaces wrote into out; NaN is kept.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float16)
+    pos = {"first": (0,) * len(shape), "middle": tuple(d // 2 for d in shape),
+           "last": tuple(d - 1 for d in shape)}[where]
+    four = (lambda a: a) if len(shape) == 4 else (lambda a: a[np.newaxis])
+    expect = lambda a: ref.pack_feature_vectorised(four(a), atom_bytes=32, **strides)  # noqa: E731
+    with npupack.num_threads(threads):
+        size = expect(x).size
+        out = np.full(size + 64, 0xA5, np.uint8)
+        assert np.array_equal(pack_feature(x, out=out, **strides), expect(x))
+        for bad, saturate, logical in ((np.inf, True, 65504.0), (-np.inf, True, -65504.0), (np.inf, False, np.inf),
+                                       (np.nan, True, np.nan)):
+            x_bad, x_exp = x.copy(), x.copy()
+            x_bad[pos], x_exp[pos] = bad, logical
+            out[:] = 0xA5
+            got = pack_feature(x_bad, saturate=saturate, out=out, **strides)
+            assert np.array_equal(got, expect(x_exp)) and np.all(out[size:] == 0xA5)
+            assert x_bad[pos] == bad or np.isnan(x_bad[pos])  # the caller's tensor is left as it was
 
 
 @pytest.mark.parametrize("call, exc, match", [

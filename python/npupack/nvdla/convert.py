@@ -155,6 +155,19 @@ def _fp16_all_finite(x: np.ndarray) -> bool:
         _core.fp16_first_nonfinite(x.reshape(-1).view(np.uint16)) < 0
 
 
+def _pack_if_finite_fp16(layout, x: np.ndarray, buf: np.ndarray) -> bool:
+    """Pack float16 ``x`` (shape ``layout.shape``) into ``buf`` with the INF/NaN check of
+    :func:`convert_elements` run slab by slab just before each slab is packed, instead of as a
+    separate pass over the whole tensor (see ``BlockedLayout._pack_finite_fp16_into``). False,
+    ``buf`` partly written, when ``x`` is not a C-contiguous aligned float16 array or holds INF
+    or NaN: the caller then converts (nvdla.md 2.1, 14) and packs."""
+    return (x.dtype == _F16 and x.flags.c_contiguous and x.flags.aligned
+            and layout._pack_finite_fp16_into(x.view(np.uint16), buf))
+
+
+_F16 = np.dtype(np.float16)
+
+
 def _first_nan(x: np.ndarray):
     """Index tuple of the first NaN of a float array, or None."""
     if x.dtype == np.float16 and x.flags.c_contiguous:

@@ -21,7 +21,7 @@ import numpy as np
 from npupack.errors import LayoutError
 from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out
 from npupack.nvdla.config import NV_FULL, Config, element_size
-from npupack.nvdla.convert import _TARGET_DTYPE, convert_elements, infer_precision
+from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
 
 __all__ = ["FeatureStrides", "feature_strides", "feature_layout", "pack_feature", "unpack_feature"]
 
@@ -191,6 +191,10 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
         layout = feature_layout(arr.shape, precision, config, line_stride=line_stride,
                                 surface_stride=surface_stride, batch_stride=batch_stride)
     buf = check_out(out, layout.nbytes)[:layout.nbytes] if out is not None else np.empty(layout.nbytes, np.uint8)
+    # float16 activations: checked for INF/NaN surface by surface as they are packed; only a
+    # tensor with INF or NaN takes the conversion (saturating INF) and is packed again.
+    if precision == "fp16" and _pack_if_finite_fp16(layout, arr if arr.ndim == 4 else arr[np.newaxis], buf):
+        return buf
     elems = convert_elements(arr, precision, what="x", rounding=rounding, saturate=saturate)
     if elems.ndim == 3:
         elems = elems[np.newaxis]

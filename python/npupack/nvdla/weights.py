@@ -20,7 +20,7 @@ import numpy as np
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import as_byte_buffer, check_out
 from npupack.nvdla.config import NV_FULL, Config, element_size
-from npupack.nvdla.convert import _check_rounding, convert_elements, infer_precision
+from npupack.nvdla.convert import _check_rounding, _pack_if_finite_fp16, convert_elements, infer_precision
 from npupack.nvdla.deconv import pack_deconv, unpack_deconv
 from npupack.nvdla.image_weights import pack_image, post_extension_factor, unpack_image
 from npupack.nvdla.sparse import decompress_weights
@@ -283,8 +283,7 @@ class _DcPlan:
         # float16 weights: the INF/NaN check runs per kernel group as it is packed; only a
         # tensor with INF or NaN takes the full conversion (which raises or saturates) and
         # is packed again.
-        if not (g == 1 and self.precision == "fp16" and arr.dtype == _F16 and arr.flags.c_contiguous
-                and arr.flags.aligned and self.layout._pack_finite_fp16_into(arr.view(np.uint16), buf)):
+        if not (g == 1 and self.precision == "fp16" and _pack_if_finite_fp16(self.layout, arr, buf)):
             elems = convert_elements(arr, self.precision, what="w", rounding=rounding, saturate=saturate,
                                      allow_nan=allow_nan)
             _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)
@@ -292,8 +291,6 @@ class _DcPlan:
             buf[self.meaningful:] = 0
         return WeightSurfaces._with_weight(self.fields, buf)
 
-
-_F16 = np.dtype(np.float16)
 
 
 def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
