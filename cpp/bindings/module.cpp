@@ -41,6 +41,11 @@ BlockedLayout make_layout(const std::vector<DimTuple>& dims, const std::vector<A
 }
 
 // The logical tensor must match the layout's dims exactly; returns its byte strides.
+bool host_little_endian() {
+  const uint16_t one = 1;
+  return *reinterpret_cast<const unsigned char*>(&one) == 1;
+}
+
 std::vector<int64_t> logical_strides(const BlockedLayout& L, const py::array& a, const char* name) {
   const auto& dims = L.dims();
   if (static_cast<size_t>(a.ndim()) != dims.size()) {
@@ -50,6 +55,14 @@ std::vector<int64_t> logical_strides(const BlockedLayout& L, const py::array& a,
   if (a.itemsize() != L.elem_bytes()) {
     throw LayoutError(std::string(name) + " has " + std::to_string(a.itemsize()) +
                       "-byte elements, the layout has " + std::to_string(L.elem_bytes()));
+  }
+  // The engine moves bytes and packed elements are little-endian: a big-endian array would be
+  // packed (or unpacked into) as garbage. The Python layer converts; this catches what it misses.
+  const char order = a.dtype().byteorder();
+  if (a.itemsize() > 1 && (order == '>' || (order == '=' && !host_little_endian()))) {
+    throw py::type_error(std::string(name) + " has big-endian elements (dtype " +
+                         py::str(a.dtype()).cast<std::string>() +
+                         "); packed layouts are little-endian: pass x.astype(x.dtype.newbyteorder('<'))");
   }
   std::vector<int64_t> s(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {

@@ -403,7 +403,8 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
     x : array_like
         Logical tensor in the layout's logical order (``layout.logical``), any numeric dtype of
         1, 2, 4 or 8 bytes (int8, uint8, int16, uint16, float16, float32, ...), any strides.
-        Elements are moved, never converted. Not modified.
+        Elements are moved, never converted (a big-endian array is read by value and stored
+        little-endian, like every packed element). Not modified.
     layout : Layout or str
         A :class:`Layout` or its text (``"NCHW16c"``).
     out : numpy.ndarray of uint8, optional

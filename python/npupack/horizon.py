@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import Dim, check_out, strided_layout
+from npupack.layout import Dim, check_out, little_endian, strided_layout
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
            "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12", "unpack_nv12",
@@ -261,7 +261,7 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
     ``stride`` (bytes, the model's) wins over ``aligned_shape``; one is required. Returns 1-D uint8
     of :func:`nbytes` bytes (or fills the first that many bytes of ``out``). Raises LayoutError for
     overlapping/negative strides or a too-small ``out``, ValueError when neither is given."""
-    arr = np.asarray(x)
+    arr = little_endian(np.asarray(x))
     if arr.dtype.kind not in "biuf" or arr.dtype.itemsize not in (1, 2, 4, 8):
         raise TypeError(f"x: dtype {arr.dtype} cannot be padded")
     es = arr.dtype.itemsize

@@ -17,7 +17,7 @@ import numpy as np
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile
-from npupack.layout import BlockedLayout, Dim, check_out, strided_layout
+from npupack.layout import Dim, check_out, little_endian, strided_layout
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -307,13 +307,13 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
     TypeError
         Float input to an integer layout, a dtype of the wrong width.
     """
-    arr = np.asarray(x)
+    arr = little_endian(np.asarray(x))
     lay, chip, desc, eshape, total, dtype = _plan(layout, arr.shape, chip, stride_npu, stride_onnx)
     vals = _input_array(arr, lay, dtype).reshape(eshape)
     if _clear_lsb(lay, chip, clear_lsb):
         vals = vals & np.int16(-2)
     if lay == DataLayout.KP_HW1C16B_BE:
-        vals = vals.astype(vals.dtype.newbyteorder(">"))
+        vals = vals.byteswap()  # the engine stores little-endian: swapped values give big-endian bytes
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
     if lay in _HIGHLOW:
         scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars
@@ -349,7 +349,7 @@ def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, 
         _core.highlow_merge(data[:total], scalars)
         out = desc.unpack(scalars.view(np.uint8))
     elif lay == DataLayout.KP_HW1C16B_BE:
-        out = BlockedLayout.unpack(desc, data, out=np.empty(eshape, dtype=">i2")).astype(np.int16)
+        out = desc.unpack(data).byteswap()
     else:
         out = desc.unpack(data)
     if _clear_lsb(lay, chip, clear_lsb):

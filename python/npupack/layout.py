@@ -60,7 +60,9 @@ class BlockedLayout:
         Each part appears once; a dim's parts appear outer to inner. A later tile takes the
         lower digits of the logical index.
     dtype : numpy dtype
-        Element type; its itemsize (1, 2, 4 or 8 bytes) is the element size.
+        Element type; its itemsize (1, 2, 4 or 8 bytes) is the element size. Packed elements are
+        little-endian (DESIGN.md): a big-endian dtype stands for its little-endian twin, which
+        ``self.dtype`` holds and ``unpack`` returns.
     byte_strides : mapping (dim name, level) -> int, optional
         Explicit byte strides for some loops; the others are packed against the loops inside
         them. Not allowed together with ragged dims.
@@ -76,7 +78,7 @@ class BlockedLayout:
     def __init__(self, dims: Sequence[Dim], order: Sequence[tuple[str, int]], dtype,
                  byte_strides: Mapping[tuple[str, int], int] | None = None):
         self.dims = tuple(dims)
-        self.dtype = np.dtype(dtype)
+        self.dtype = np.dtype(dtype).newbyteorder("<")
         names = [d.name for d in self.dims]
         if len(set(names)) != len(names):
             raise LayoutError(f"dims: names must be unique, got {names}")
@@ -130,6 +132,7 @@ class BlockedLayout:
         path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small or
         read-only; TypeError for an ``out`` that is not uint8."""
         buf = _out_buffer(out, self.nbytes)
+        x = little_endian(x)
         # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).
         pad = b"" if type(pad_value) is int and pad_value == 0 else np.asarray(pad_value, dtype=self.dtype).tobytes()
         self._core.pack(x, buf, pad, reference)
@@ -158,6 +161,20 @@ class BlockedLayout:
             out = np.empty(self.shape, dtype=self.dtype)
         self._core.unpack(buf, out, reference)
         return out
+
+
+def little_endian(x: np.ndarray) -> np.ndarray:
+    """``x`` itself when its elements are stored little-endian (or are single bytes); else a
+    little-endian copy with the same values. The engine moves bytes, and every packed layout
+    stores multi-byte elements little-endian (DESIGN.md), so a big-endian array is converted
+    here rather than packed as garbage."""
+    order = x.dtype.byteorder
+    if order == ">" or (order == "=" and not _HOST_LITTLE):
+        return x.astype(x.dtype.newbyteorder("<"))
+    return x
+
+
+_HOST_LITTLE = np.dtype("=u2") == np.dtype("<u2")
 
 
 def as_byte_buffer(buf, name: str) -> np.ndarray:

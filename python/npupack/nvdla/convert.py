@@ -9,6 +9,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import UnsupportedError
+from npupack.layout import little_endian
 from npupack.nvdla.config import PRECISIONS, Config
 
 __all__ = ["to_fp16", "quantize_weights", "infer_precision", "convert_elements"]
@@ -53,7 +54,7 @@ def to_fp16(x, *, rounding: str = "nearest_even", saturate: bool = True) -> np.n
         ``x`` has a dtype that is not real (complex, object, bool).
     """
     nearest_away = _check_rounding(rounding)
-    arr = np.asarray(x)
+    arr = little_endian(np.asarray(x))
     if arr.dtype == np.float16:
         bits = arr.view(np.uint16).copy()
         if saturate:
@@ -109,7 +110,7 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
         raise ValueError(f"precision: {precision!r} is not 'int8' or 'int16' (nvdla.md 2.3)")
     if mode not in ("per_kernel", "per_filter"):
         raise ValueError(f"mode: {mode!r} is not 'per_kernel' or 'per_filter' (nvdla.md 2.3)")
-    arr = np.asarray(w)
+    arr = little_endian(np.asarray(w))
     if arr.dtype not in (np.float16, np.float32, np.float64):
         raise TypeError(f"w: quantize_weights expects float16/float32/float64 weights, got dtype {arr.dtype}")
     if arr.ndim == 0 or arr.size == 0:

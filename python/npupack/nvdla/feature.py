@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out
+from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
 
@@ -180,7 +180,7 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
     ValueError
         Integer values that do not fit the target precision; a bad ``rounding``.
     """
-    arr = x if type(x) is np.ndarray else np.asarray(x)
+    arr = little_endian(x if type(x) is np.ndarray else np.asarray(x))
     if line_stride is None and surface_stride is None and batch_stride is None and type(precision) in (str, type(None)):
         # Default strides: shape, dtype and config decide everything, so the checks and the
         # descriptor are looked up (compilers call this per tensor; it halves the per-call cost).

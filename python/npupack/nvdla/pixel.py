@@ -18,7 +18,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_out
+from npupack.layout import as_byte_buffer, check_out, little_endian
 from npupack.nvdla.config import PRECISIONS
 from npupack.nvdla.convert import to_fp16
 
@@ -227,7 +227,7 @@ def _pre(fmt: PixelFormat, plane: int, x_offset: int) -> int:
 def _components(img, fmt: PixelFormat) -> np.ndarray:
     """Validate an image and return it as ``(H, W, comps)`` element containers: 1- or 2-byte
     integers as given, float16 bits as uint16, C-contiguous uint16 for 10-bit formats."""
-    arr = img if type(img) is np.ndarray else np.asarray(img)
+    arr = little_endian(img if type(img) is np.ndarray else np.asarray(img))
     if arr.ndim == 2 and fmt.comps == 1:
         arr = arr[:, :, None]
     if arr.ndim == 3 and fmt.has_x and arr.shape[2] == 3:

@@ -23,7 +23,7 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out
+from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, PRECISIONS, Config
 from npupack.nvdla.convert import _TARGET_DTYPE, convert_elements
 
@@ -134,7 +134,7 @@ def _element_precision(precision: str, data_size: int) -> str:
 
 
 def _convert(values, precision, data_size, name, rounding, saturate) -> np.ndarray:
-    arr = values if type(values) is np.ndarray else np.asarray(values)
+    arr = little_endian(values if type(values) is np.ndarray else np.asarray(values))
     target = _element_precision(precision, data_size)
     if arr.dtype is _TARGET_DTYPE[target] and target != "fp16":  # the per-call fast path: nothing to convert
         return arr

@@ -22,7 +22,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError
-from npupack.layout import check_out
+from npupack.layout import check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, PRECISIONS, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -349,7 +349,7 @@ def prune(w, sparsity: float, *, precision: str | None = None, config: Config = 
     """
     from npupack.nvdla.convert import infer_precision
 
-    arr = np.asarray(w)
+    arr = little_endian(np.asarray(w))
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"w: expected a real array, got dtype {arr.dtype}")
     try:

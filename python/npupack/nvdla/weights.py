@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_out
+from npupack.layout import as_byte_buffer, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _check_rounding, _pack_if_finite_fp16, convert_elements, infer_precision
 from npupack.nvdla.deconv import pack_deconv, unpack_deconv
@@ -179,6 +179,8 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     """
     if type(config) is not Config and not isinstance(config, Config):
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+    if type(w) is np.ndarray and w.dtype.byteorder == ">":
+        w = little_endian(w)  # the same values; the NVDLA dtypes are little-endian (nvdla.md 2.1)
     if kind != "dc":
         if kind not in _KINDS:
             raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
@@ -348,7 +350,7 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
     plans = []
     for i, (w, g) in enumerate(zip(items, group_list)):
         try:
-            arr = w if type(w) is np.ndarray else np.asarray(w)
+            arr = little_endian(w if type(w) is np.ndarray else np.asarray(w))
             k, cg, r, s = kcrs(arr.shape, "w")
             g = _check_groups(g, k)
             prec = infer_precision(arr.dtype, precision, config, "w")
