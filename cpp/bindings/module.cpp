@@ -142,9 +142,32 @@ struct PackArgs {
   int64_t size;
 };
 
+// The bytes [first, last) that array a spans (any strides, negative ones included).
+std::pair<const char*, const char*> span_of(const py::array& a) {
+  const char* p = static_cast<const char*>(a.data());
+  if (a.size() == 0) return {p, p};
+  ptrdiff_t lo = 0, hi = a.itemsize();
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+    const ptrdiff_t step = static_cast<ptrdiff_t>(a.strides(i)) * static_cast<ptrdiff_t>(a.shape(i) - 1);
+    (step < 0 ? lo : hi) += step;
+  }
+  return {p + lo, p + hi};
+}
+
+// A packer reads one array while it writes the other, in an order of its own: if they share
+// bytes, the output is garbage and the input is overwritten.
+void check_disjoint(const py::array& read, const char* read_name, const py::array& written, const char* written_name) {
+  const auto r = span_of(read), w = span_of(written);
+  if (r.first < w.second && w.first < r.second) {
+    throw LayoutError(std::string(written_name) + ": overlaps the memory " + read_name + " spans; the packers read " +
+                      read_name + " while they write " + written_name + ", so they need separate buffers");
+  }
+}
+
 PackArgs pack_args(const BlockedLayout& L, const py::array& x, py::array& out) {
   auto strides = logical_strides(L, x, "x");
   check_buffer(out, "out");
+  check_disjoint(x, "x", out, "out");
   char* dst = writable_bytes(out, "out");
   return {std::move(strides), static_cast<const char*>(x.data()), dst, out.nbytes()};
 }
@@ -177,6 +200,7 @@ bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array_t<uint16_t,
 void layout_unpack(const BlockedLayout& L, const py::array& buf, py::array out, bool reference) {
   const auto strides = logical_strides(L, out, "out");
   check_buffer(buf, "buf");
+  check_disjoint(buf, "buf", out, "out");
   char* dst = writable_bytes(out, "out");
   const char* src = static_cast<const char*>(buf.data());
   const int64_t size = buf.nbytes();
