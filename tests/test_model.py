@@ -157,6 +157,17 @@ def test_cli_errors(tmp_path, capsys):
         main(["pack", "x.onnx", "--precision", "int4", "-o", "o"])
 
 
+def test_cli_output_directory_that_is_a_file(tmp_path, rng, capsys):
+    path = tmp_path / "m.onnx"
+    make_model(path, as_constant=False, rng=rng)
+    (tmp_path / "taken").write_text("a file")
+    assert main(["pack", str(path), "--precision", "int8", "-o", str(tmp_path / "taken")]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
+    assert main(["pack", str(path), "--precision", "int8", "-o", str(tmp_path / "taken" / "sub")]) == 2
+    assert "npupack: error:" in capsys.readouterr().err  # an OSError from mkdir, reported, no traceback
+    assert (tmp_path / "taken").read_text() == "a file"
+
+
 # ---------------------------------------------------------------- the real model
 
 

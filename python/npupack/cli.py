@@ -190,7 +190,7 @@ def main(argv=None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as e:
+    except (ValueError, TypeError, OSError, RuntimeError, ImportError) as e:  # OSError: unwritable -o, disk full
         print(f"npupack: error: {e}", file=sys.stderr)
         return 2
 

@@ -231,6 +231,8 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     layers = load_onnx(model_path)
     batchnorms = load_batchnorms(model_path)
     scales = None if calibration is None else load_calibration(calibration, precision)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out: {out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     sink = _ImageSink(out, config) if image else _FileSink(out)
     bar = _progress(layers, progress)
