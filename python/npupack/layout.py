@@ -132,7 +132,7 @@ class BlockedLayout:
         path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small or
         read-only; TypeError for an ``out`` that is not uint8."""
         buf = _out_buffer(out, self.nbytes)
-        x = little_endian(x)
+        x = little_endian(np.asarray(x))
         # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).
         pad = b"" if type(pad_value) is int and pad_value == 0 else np.asarray(pad_value, dtype=self.dtype).tobytes()
         self._core.pack(x, buf, pad, reference)
