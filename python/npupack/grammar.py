@@ -425,8 +425,8 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
     TypeError
         A non-numeric dtype; ``out`` not uint8; ``layout`` of the wrong type.
     LayoutError
-        Bad layout text; ``x.ndim`` != the layout's rank; negative padding; ``out`` too small or
-        read-only; size overflow.
+        Bad layout text; ``x.ndim`` != the layout's rank; negative padding; ``out`` too small,
+        read-only or sharing memory with ``x``; size overflow.
     """
     lay = _as_layout(layout)
     arr = np.asarray(x)

@@ -303,7 +303,8 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         Unknown chip, KL530, a layout marked "-" for the chip (kneron.md 4), batch != 1 on v1
         chips, 4W4C8B with C > 4 on v2 chips.
     ValueError / LayoutError
-        Missing or overlapping ``stride_npu``, wrong shape, ``out`` too small or read-only.
+        Missing or overlapping ``stride_npu``, wrong shape, ``out`` too small, read-only or sharing
+        memory with ``x``.
     TypeError
         Float input to an integer layout, a dtype of the wrong width.
     """

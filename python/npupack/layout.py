@@ -129,8 +129,8 @@ class BlockedLayout:
         """Pack logical ``x`` (shape ``self.shape``, itemsize of ``self.dtype``; any strides)
         into a 1-D uint8 buffer of ``nbytes`` bytes (or the first ``nbytes`` bytes of ``out``),
         holes filled with ``pad_value``. ``reference=True`` uses the slow offset_of-per-element
-        path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small or
-        read-only; TypeError for an ``out`` that is not uint8."""
+        path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small,
+        read-only or sharing memory with ``x``; TypeError for an ``out`` that is not uint8."""
         buf = _out_buffer(out, self.nbytes)
         x = little_endian(np.asarray(x))
         # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).

@@ -280,7 +280,8 @@ def pack(x, name: str, *, pad_lo=None, pad_hi=None, padding=None, pad_value=0, o
         A left-out format (its reason), padding where section 4 forbids it, ``gs_oi_yxs_*`` with
         O or I != 1.
     LayoutError
-        Unknown name, rank mismatch, negative padding, ``out`` too small or read-only, overflow.
+        Unknown name, rank mismatch, negative padding, ``out`` too small, read-only or
+        sharing memory with ``x``, overflow.
     TypeError
         Non-numeric dtype, ``out`` not uint8.
     """

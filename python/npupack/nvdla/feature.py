@@ -174,7 +174,8 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
     TypeError
         Unsupported dtype, float input for an int target, ``out`` not uint8.
     LayoutError
-        Wrong ndim, a dimension < 1, a stride rule broken, ``out`` too small or read-only.
+        Wrong ndim, a dimension < 1, a stride rule broken, ``out`` too small, read-only
+        or sharing memory with ``x``.
     UnsupportedError
         The precision is not supported by ``config``.
     ValueError

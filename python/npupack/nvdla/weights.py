@@ -168,8 +168,8 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         Unsupported dtype; float weights for an int target; ``out`` not uint8; non-integer
         stride or groups.
     LayoutError
-        ``w`` not 4-d; a dimension < 1; K not divisible by groups; ``out`` too small or
-        read-only; a size that overflows.
+        ``w`` not 4-d; a dimension < 1; K not divisible by groups; ``out`` too small,
+        read-only or sharing memory with ``w``; a size that overflows.
     UnsupportedError
         A precision the config lacks; Winograd or compression on a config without them; a
         Winograd kernel that does not become 3x3; an option the kind does not take.
