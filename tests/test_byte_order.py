@@ -8,6 +8,7 @@ import pytest
 import npupack
 from npupack import horizon, kneron, nvdla
 from npupack import openvino as ov
+from tests.reference import blocked as ref_blocked
 from tests.reference import nvdla as ref
 
 RNG = np.random.default_rng(11)
@@ -28,6 +29,9 @@ def test_generic_layouts(dtype):
     x = RNG.integers(-300, 300, (2, 20, 3, 5)).astype(dtype)
     for layout in ("NCHW16c", "nChw8c", "NHWC"):
         assert same_bytes(npupack.pack(big(x), layout), npupack.pack(x, layout))
+    lay = npupack.Layout.parse("NCHW16c")
+    tiles = [(t.dim, t.size, None) for t in lay.tiles]
+    assert same_bytes(npupack.pack(big(x), lay), ref_blocked.pack_transpose(x, lay.logical, lay.outer, tiles))
     if np.dtype(dtype).itemsize <= 2 or dtype == np.float32:
         assert same_bytes(ov.pack(big(x), "b_fs_yx_fsv16", pad_lo=(0, 1, 1, 0)),
                           ov.pack(x, "b_fs_yx_fsv16", pad_lo=(0, 1, 1, 0)))
@@ -45,12 +49,15 @@ def test_nvdla_weights_and_feature(dtype):
     assert same_bytes(nvdla.pack_weights(big(w), precision=precision).weight, expect)
     assert same_bytes(nvdla.pack_weights(big(w), precision=precision).weight, expect)  # the cached plan too
     assert same_bytes(nvdla.pack_weights_many([big(w)], precision=precision)[0].weight, expect)
-    if dtype == np.float16:
+    if dtype != np.float32:
         assert same_bytes(expect, ref.pack_dc_vectorised(w, kpg=16, cb=64, tail=128))
+    if dtype == np.float16:
         wino = nvdla.pack_weights(w, kind="winograd").weight
         assert same_bytes(nvdla.pack_weights(big(w), kind="winograd").weight, wino)
     x = RNG.integers(-300, 300, (1, 20, 5, 7)).astype(dtype)
     assert same_bytes(nvdla.pack_feature(big(x), precision=precision), nvdla.pack_feature(x, precision=precision))
+    if dtype != np.float32:
+        assert same_bytes(nvdla.pack_feature(big(x)), ref.pack_feature_vectorised(x, atom_bytes=32))
     b = RNG.integers(-300, 300, 64).astype(np.int16)
     assert same_bytes(nvdla.pack_bias(big(b), pipeline="int8").data, nvdla.pack_bias(b, pipeline="int8").data)
 

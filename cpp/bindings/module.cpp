@@ -40,12 +40,12 @@ BlockedLayout make_layout(const std::vector<DimTuple>& dims, const std::vector<A
   return BlockedLayout(std::move(d), std::move(o), eb);
 }
 
-// The logical tensor must match the layout's dims exactly; returns its byte strides.
 bool host_little_endian() {
   const uint16_t one = 1;
   return *reinterpret_cast<const unsigned char*>(&one) == 1;
 }
 
+// The logical tensor must match the layout's dims exactly; returns its byte strides.
 std::vector<int64_t> logical_strides(const BlockedLayout& L, const py::array& a, const char* name) {
   const auto& dims = L.dims();
   if (static_cast<size_t>(a.ndim()) != dims.size()) {

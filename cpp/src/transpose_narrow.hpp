@@ -547,7 +547,8 @@ NPUPACK_FLAT void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
 // loads and the blends that join the lanes are halved, for 8 more shuffles per 256 bytes.
 // Calls of both kernels interleaved in one process, median of the pairs' ratios: NVDLA int8
 // feature data (1,256,56,56) 0.87, (1,64,112,112) 0.84, (8,64,224,224) 0.84 of tall_u8's time;
-// b_fs_yx_fsv32 the same, 0.82-0.89.
+// b_fs_yx_fsv32 the same, 0.82-0.89. Its own entry point: folded into tall_u8 behind a column
+// test, the one flattened function ran 5-14 % slower on the same shapes.
 namespace tall {
 struct V : avx2::V {
   template <int Bytes, class Cur>

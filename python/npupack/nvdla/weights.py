@@ -179,7 +179,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     """
     if type(config) is not Config and not isinstance(config, Config):
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
-    if type(w) is np.ndarray and w.dtype.byteorder == ">":
+    if type(w) is np.ndarray:
         w = little_endian(w)  # the same values; the NVDLA dtypes are little-endian (nvdla.md 2.1)
     if kind != "dc":
         if kind not in _KINDS:
@@ -292,7 +292,6 @@ class _DcPlan:
         if surface > self.meaningful and g == 1:
             buf[self.meaningful:] = 0
         return WeightSurfaces._with_weight(self.fields, buf)
-
 
 
 def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
