@@ -8,8 +8,7 @@
 namespace npupack {
 
 struct CpuFeatures {
-  bool ssse3 = false, popcnt = false, avx = false, avx2 = false, f16c = false, bmi2 = false;
-  bool fast_pext = false;  // bmi2 with a single-instruction pext (microcoded on AMD Zen 1/2)
+  bool ssse3 = false, popcnt = false, avx = false, avx2 = false, f16c = false;
 };
 
 inline const CpuFeatures& cpu() {
@@ -22,8 +21,6 @@ inline const CpuFeatures& cpu() {
     f.avx = __builtin_cpu_supports("avx");
     f.avx2 = __builtin_cpu_supports("avx2");
     f.f16c = __builtin_cpu_supports("f16c");
-    f.bmi2 = __builtin_cpu_supports("bmi2");
-    f.fast_pext = f.bmi2 && !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
 #endif
     return f;
   }();
