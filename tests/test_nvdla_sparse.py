@@ -326,3 +326,11 @@ def test_every_compaction_kernel_agrees_with_the_reference(path, es):
             if need:
                 with pytest.raises(LayoutError, match="too small"):
                     _core.sparse_compress(stream, n, es, wmb, np.zeros(need - 1, np.uint8), path)
+            # Per kernel group: one call per group (whole WMB bytes) or a WMB popcount after.
+            for group in (8, 24, 64, 136, 7, 33, 1000):
+                wmb = np.full(-(-n // 8) + 3, 0xAA, np.uint8)
+                data = np.full(need, 0xAA, np.uint8)
+                written, counts = _core.sparse_compress_groups(stream, n, es, group, wmb, data, path)
+                ref_counts = [np.count_nonzero(v[g:g + group]) for g in range(0, n, group)]
+                assert written == need and counts.tolist() == ref_counts, (n, frac, group)
+                assert np.array_equal(data, data_ref[:need]) and np.array_equal(wmb[:-(-n // 8)], wmb_ref[:-(-n // 8)])

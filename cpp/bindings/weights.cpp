@@ -136,6 +136,31 @@ void bind_weights(py::module_& m) {
       "WMB bits and compacted DATA (nvdla.md 11.1); returns the DATA bytes written. `path` forces a kernel "
       "(auto, avx2, ssse3, scalar) for tests");
   m.def(
+      "sparse_compress_groups",
+      [](const py::array& stream, int64_t n, int es, int64_t group_elems, py::array wmb, py::array data,
+         const std::string& path) {
+        const auto kernel = npupack::kernel_path(path, "sparse_compress_groups");
+        es = element_bytes(es);
+        check_stream(stream, n, es);
+        if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
+        if (wmb.nbytes() < (n + 7) / 8) throw LayoutError("sparse_compress: wmb too small");
+        const uint8_t* s = contiguous(stream, "stream");
+        uint8_t* w = writable(wmb, "wmb");
+        uint8_t* d = writable(data, "data");
+        const int64_t cap = data.nbytes();
+        py::array_t<int64_t> counts(n == 0 ? 0 : (n + group_elems - 1) / group_elems);
+        int64_t* c = counts.mutable_data();
+        int64_t written;
+        {
+          py::gil_scoped_release release;
+          written = npupack::sparse_compress_groups(s, n, es, group_elems, w, d, cap, c, kernel);
+        }
+        return py::make_tuple(written, counts);
+      },
+      py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("group_elems"), py::arg("wmb"), py::arg("data"),
+      py::arg("path") = "auto",
+      "sparse_compress and the non-zero elements per kernel group: (DATA bytes written, counts)");
+  m.def(
       "sparse_group_popcount",
       [](const py::array& wmb, int64_t n, int64_t group_elems) {
         if (n < 0 || wmb.nbytes() * 8 < n) throw LayoutError("sparse: the WMB holds fewer than n bits");

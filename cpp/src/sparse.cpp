@@ -287,6 +287,26 @@ int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, 
   return compress_scalar(stream, 0, n, es, wmb, data, 0, data_cap);
 }
 
+// Groups of whole WMB bytes (every DC, Winograd and deconvolution stream: kernels per group are
+// a multiple of 8) are compressed one call per group, so that a group's count is the DATA its
+// call wrote and no second pass reads the WMB. Other sizes count the WMB bits afterwards.
+int64_t sparse_compress_groups(const uint8_t* stream, int64_t n, int es, int64_t group_elems, uint8_t* wmb,
+                               uint8_t* data, int64_t data_cap, int64_t* counts, KernelPath path) {
+  if (group_elems % 8) {
+    const int64_t written = sparse_compress(stream, n, es, wmb, data, data_cap, path);
+    sparse_group_popcount(wmb, n, group_elems, counts);
+    return written;
+  }
+  int64_t pos = 0;
+  for (int64_t g = 0, i0 = 0; i0 < n; ++g, i0 += group_elems) {
+    const int64_t len = n - i0 < group_elems ? n - i0 : group_elems;
+    const int64_t written = sparse_compress(stream + i0 * es, len, es, wmb + i0 / 8, data + pos, data_cap - pos, path);
+    counts[g] = written / es;
+    pos += written;
+  }
+  return pos;
+}
+
 namespace {
 
 // Four words per iteration into four sums: one sum's add chain held the loop to one word per

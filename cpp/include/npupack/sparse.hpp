@@ -15,9 +15,15 @@ void sparse_count(const uint8_t* stream, int64_t n, int es, int64_t group_elems,
 
 // Writes ceil(n/8) bytes of WMB and the non-zero elements to data (capacity data_cap bytes,
 // checked: throws LayoutError when too small, before writing past it). Returns the DATA bytes.
-// `path` picks the kernel (kAvx2 means AVX2 with BMI2).
+// `path` picks the kernel.
 int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, uint8_t* data, int64_t data_cap,
                         KernelPath path = KernelPath::kAuto);
+
+// sparse_compress plus the non-zero elements of each kernel group of `group_elems` elements
+// (the last one may be short) in counts[g], g < ceil(n / group_elems): the WGS entries divided
+// by es.
+int64_t sparse_compress_groups(const uint8_t* stream, int64_t n, int es, int64_t group_elems, uint8_t* wmb,
+                               uint8_t* data, int64_t data_cap, int64_t* counts, KernelPath path = KernelPath::kAuto);
 
 // Set bits among the first n bits of wmb.
 int64_t sparse_popcount(const uint8_t* wmb, int64_t n);

@@ -186,15 +186,17 @@ def _compress(raw: np.ndarray, es: int, group: int, out=None, counts=None) -> di
             counts = _core.sparse_count(raw, n, es, group)
         data = check_out(out, _surface(int(counts.sum()) * es))
     wmb = np.empty(wmb_bytes, dtype=np.uint8)
-    written = _core.sparse_compress(raw, n, es, wmb, data)
+    written, counts = _core.sparse_compress_groups(raw, n, es, group, wmb, data)
     wmb[-(-n // 8):] = 0
     data_bytes = _surface(written)
     data = data[:data_bytes]
     data[written:] = 0
-    counts = _core.sparse_group_popcount(wmb, n, group)
-    wgs = np.zeros(wgs_bytes, dtype=np.uint8)
-    wgs[:4 * groups] = (counts * es).astype("<u4").view(np.uint8)
-    return dict(weight=data, wmb=wmb, wgs=wgs, nonzero=written // es)
+    if groups and int(counts.max()) * es > 0xFFFFFFFF:
+        raise LayoutError(f"kernel_group_elements: a kernel group holds {int(counts.max()) * es} bytes of non-zero "
+                          "data, more than a 32-bit WGS entry counts")
+    wgs = np.zeros(wgs_bytes // 4, dtype="<u4")
+    np.multiply(counts, es, out=wgs[:groups], casting="unsafe")
+    return dict(weight=data, wmb=wmb, wgs=wgs.view(np.uint8), nonzero=written // es)
 
 
 def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mode, uncompressed_bytes: int,
@@ -238,7 +240,8 @@ def compress_weights(stream, *, precision: str, kernel_group_elements: int):
     TypeError
         ``stream`` of another dtype than ``precision``'s elements or uint8.
     LayoutError
-        A byte stream that is not whole elements; ``kernel_group_elements`` < 1.
+        A byte stream that is not whole elements; ``kernel_group_elements`` < 1; a kernel group
+        with 4 GiB or more of non-zero data (its WGS entry is a uint32 byte count).
     """
     raw, es = _stream_bytes(stream, precision)
     r = _compress(raw, es, _group_elements(kernel_group_elements))
