@@ -192,7 +192,8 @@ __attribute__((target("avx2,popcnt"))) int64_t compress_avx2(const uint8_t* __re
       uint8_t* at = d + (k ? before(16 / es * k) : 0);
       if constexpr (es == 1) {
         _mm_storel_epi64(reinterpret_cast<__m128i*>(at), q[k]);
-        _mm_storeh_pd(reinterpret_cast<double*>(d + before(16 * k + 8)), _mm_castsi128_pd(q[k]));
+        // movhps through the builtin: _mm_storeh_pd is a (UBSan-checked) aligned double store.
+        _mm_storeh_pi(reinterpret_cast<__m64*>(d + before(16 * k + 8)), _mm_castsi128_ps(q[k]));
       } else {
         _mm_storeu_si128(reinterpret_cast<__m128i*>(at), q[k]);
       }
