@@ -145,6 +145,12 @@ def test_input_conversion_and_out(rng):
     ((3, 40, 90, 90), {}),                                  # 2.9 MB packed: split across threads
     ((40, 33, 35), {}),                                     # (C, H, W)
     ((2, 20, 9, 11), dict(line_stride=384, surface_stride=4096)),  # gaps between lines and surfaces
+    # Whole 16-channel surfaces: the transposes test what they move, after the first slab only
+    ((1, 64, 20, 20), {}),                                  # one image: a slab per surface
+    ((3, 32, 30, 30), {}),                                  # a slab per image
+    ((2, 48, 7, 9), {}),                                    # H*W = 63: overlapping last steps
+    ((1, 256, 56, 56), {}),                                 # split across threads
+    ((1, 32, 40, 40), dict(line_stride=40 * 32, surface_stride=40 * 40 * 32 + 512)),  # a gap after each surface
 ], ids=str)
 def test_fp16_feature_checked_surface_by_surface(threads, where, shape, strides):
     # float16 activations are checked for INF / NaN one surface at a time as they are packed; a

@@ -90,7 +90,7 @@ class Executor {
     if (transpose_ && !L.ragged()) group_transpose_columns();
     if (transpose_ && !L.ragged() && group_ < 2) group_transpose_rows();
     tiles_ = plan_tile_blocks();
-    prefetch_slabs_ = to_packed_ && outer_slabs() && c_contiguous(logical_strides);
+    prefetch_slabs_ = to_packed_ && outer_slabs(true) && c_contiguous(logical_strides);
     // Outputs this large do not stay in the caches for a reader anyway.
     stream_ = to_packed_ && L.nbytes() >= kStreamTransposeBytes;
     idx_.assign(axes.size(), 0);
@@ -105,6 +105,13 @@ class Executor {
     if (stream_) stream_fence();
   }
 
+  // Bytes of the (C-contiguous) logical tensor.
+  int64_t logical_bytes() const {
+    int64_t bytes = L_.elem_bytes();
+    for (const auto& d : L_.dims()) bytes *= d.extent;
+    return bytes;
+  }
+
   // Iterations of the outermost loop that may run on separate threads (each thread on its own
   // copy of the executor, over a sub-range): 0 when the plan has no independent outer loop.
   int64_t outer_steps() const {
@@ -114,18 +121,25 @@ class Executor {
   }
 
   // The outer loop's iterations each read one contiguous range of a C-contiguous logical tensor:
-  // the loop is the outer count of its slowest dim (DC weights: one kernel group per step).
-  bool outer_slabs() const {
+  // the loop is the outer count of its slowest dim (DC weights: one kernel group per step), or
+  // of a dim that only dims of extent 1 precede or that the slower dims were merged into
+  // (feature data: one surface of C-blocks per step), unless `slowest` asks for the first case.
+  bool outer_slabs(bool slowest = false) const {
     if (outer_steps() == 0) return false;
     const Loop& lp = loops_[0];
-    return lp.dim == 0 && L_.axes()[lp.axis].level == 0 && L_.dims()[0].pad_lo == 0;
+    if (L_.axes()[lp.axis].level != 0 || L_.dims()[lp.dim].pad_lo != 0) return false;
+    if (lp.dim == 0) return true;
+    if (slowest) return false;
+    bool ones = true;
+    for (int d = 0; d < lp.dim; ++d) ones = ones && L_.dims()[d].extent == 1;
+    return ones || (lp.exact && lp.extent * lp.lstep == logical_bytes());
   }
 
   // Logical byte range [lo, hi) that outer iteration i reads (outer_slabs() holds), empty for an
   // iteration that holds only padding.
   std::pair<int64_t, int64_t> outer_slab(int64_t i) const {
     const Loop& lp = loops_[0];
-    const int64_t end = L_.dims()[0].extent * (lp.lstep / lp.weight);
+    const int64_t end = logical_bytes();
     return {std::min(i * lp.lstep, end), std::min((i + 1) * lp.lstep, end)};
   }
 
@@ -340,8 +354,9 @@ class Executor {
 
  public:
   // fp16 INF/NaN test fused into packing (pack_checked): the row copies of rows contiguous on
-  // both sides (1x1 DC weights: one 64-byte channel block per kernel) test the halves they move,
-  // and count the bytes they tested, so that the caller knows whether a slab was covered whole.
+  // both sides (1x1 DC weights: one 64-byte channel block per kernel) and the 16-row transposes
+  // (NVDLA fp16 feature data: 16 channels x H*W per surface) test the halves they move, and
+  // count the bytes they tested, so that the caller knows whether a slab was covered whole.
   void watch_fp16(bool on) { watch_ = on && to_packed_ && eb_ == 2; }
   void clear_watch() { watched_ = 0; nonfinite_ = false; }
   int64_t watched_bytes() const { return watched_; }
@@ -550,6 +565,14 @@ class Executor {
         pad_rows(room, nx);
         pack_columns(lin_ + loff, in.lstep, nin, room, pout_ + poff, psx, nx);
         return;
+      }
+      if (watch_) {  // fp16 into the packed side (watch_fp16): the transpose tests what it moves
+        const int finite = transpose_finite16(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, stream_);
+        if (finite >= 0) {
+          nonfinite_ |= finite == 0;
+          watched_ += nin * nx * eb_;
+          return;
+        }
       }
       if (to_packed_ && stream_) transpose_stream(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
       else if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
@@ -849,7 +872,7 @@ class Executor {
   std::vector<char> pad_row_;          // a row of pad values for short_rows
   std::vector<const char*> row_ptrs_;
   bool prefetch_slabs_ = false;        // the next outer slab is prefetched (next_slab_part)
-  bool watch_ = false;                 // watch_fp16: row copies test fp16 halves
+  bool watch_ = false;                 // watch_fp16: row copies and transposes test fp16 halves
   bool nonfinite_ = false;             // watch_fp16: a tested half was INF or NaN
   int64_t watched_ = 0;                // watch_fp16: bytes tested since clear_watch
   int64_t outer_i_ = 0;                // the outer iteration running

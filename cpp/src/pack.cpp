@@ -180,14 +180,15 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
     Executor ex(L, logical_strides, true, pad);
     if (ex.outer_slabs()) {
       if (!ex.fills_holes()) fill_holes(L, packed, pad);
-      std::atomic<bool> ok{true};
+      std::atomic<bool> ok{true}, covers{false};
       for_outer_ranges(L, ex, [&](Executor& e, int64_t lo, int64_t hi) {
-        // With fp16_finite the executor's row copies may test the slab as they move it. The
-        // first slab is both checked and watched; if the copies covered it whole, the later
-        // slabs (the same plan) are only watched, and any one they do not cover whole is
-        // checked after it is packed.
-        enum { kProbe, kWatch, kCheck } mode = fp16_finite ? kProbe : kCheck;
-        e.watch_fp16(mode == kProbe);
+        // With fp16_finite the executor's row copies and transposes may test the slab as they
+        // move it. The first slab is both checked and watched; if they covered it whole, the
+        // later slabs (the same plan) are only watched, and any one they do not cover whole is
+        // checked after it is packed. A range on another thread that starts once one slab was
+        // found covered starts watching.
+        enum { kProbe, kWatch, kCheck } mode = !fp16_finite ? kCheck : covers.load() ? kWatch : kProbe;
+        e.watch_fp16(mode != kCheck);
         for (int64_t i = lo; i < hi && ok.load(std::memory_order_relaxed); ++i) {
           // Checked just before it is packed: the slab was prefetched while the previous one
           // was packed, so the check and the pack both read it from the caches. Checked after
@@ -204,6 +205,7 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
           const bool covered = e.watched_bytes() == size;
           if (mode == kProbe) {
             mode = covered ? kWatch : kCheck;
+            if (covered) covers = true;
             e.watch_fp16(mode == kWatch);
           } else if (mode == kWatch && (covered ? e.saw_nonfinite() : !check(logical + slab.first, size))) {
             ok = false;

@@ -405,6 +405,26 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
   transpose(src, src_stride, dst, dst_stride, rows, cols, eb);
 }
 
+int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
+                       bool stream) {
+#if defined(NPUPACK_SSE2)
+  if (rows < 16 || cols < 8 || !cpu().avx2) return -1;
+  bool nonfinite = false;
+  const Strided row{src, src_stride};
+  // The streamed kernel under transpose_stream's own conditions (16 rows, columns back to back
+  // and aligned); otherwise the cached one, as transpose_stream would fall back to.
+  if (stream && rows == 16 && dst_stride == 32 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    narrow::avx2::tall_u16(row, StreamOut{dst, dst_stride}, rows, cols, &nonfinite);
+  } else {
+    narrow::avx2::tall_u16(row, StridedOut{dst, dst_stride}, rows, cols, &nonfinite);
+  }
+  return nonfinite ? 0 : 1;
+#else
+  (void)src, (void)src_stride, (void)dst, (void)dst_stride, (void)rows, (void)cols, (void)stream;
+  return -1;
+#endif
+}
+
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb, const char* ahead,
                      int64_t ahead_bytes) {

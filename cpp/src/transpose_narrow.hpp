@@ -457,13 +457,12 @@ NPUPACK_FLAT void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
   }
 }
 
-// 16-bit elements, 16 rows x 8 columns per step (rows >= 16, cols >= 8; remainders are
-// overlapping last steps): rows r..r+7 in lane 0 and r+8..r+15 in lane 1, one 8x8 network for
-// both, and each column's 16 rows (32 bytes, consecutive in the destination) in one store. Half
-// the shuffles per byte of the SSE2 8x8 blocks. Cursors as in transpose.cpp.
-template <class SR, class DC>
-NPUPACK_FLAT void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
+// tall_u16's loop; Watch: test the halves moved (see tall_u16).
+template <bool Watch, class SR, class DC>
+NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* nonfinite) {
   using R = V::reg;
+  const R magnitude = _mm256_set1_epi16(0x7FFF);
+  R largest = _mm256_setzero_si256();
   const auto step = [&](int64_t r, int64_t c) {
     const auto s = row.at(r, 2 * c);
     if constexpr (decltype(col.at(0, 0))::kStream) prefetch_rows<16, 32>(s, c);
@@ -471,6 +470,7 @@ NPUPACK_FLAT void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
     for (int k = 0; k < 8; ++k) {
       a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])),
                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
+      if constexpr (Watch) largest = _mm256_max_epu16(largest, _mm256_and_si256(a[k], magnitude));
     }
     network_8x8_u16(a, out);
     const auto d = col.at(c, 2 * r);
@@ -484,9 +484,31 @@ NPUPACK_FLAT void tall_u16(SR row, DC col, int64_t rows, int64_t cols) {
       step(0, c);
       step(16, c);
     });
-    return;
+  } else {
+    over_rows(rows, 16, [&](int64_t r) { over_rows(cols, 8, [&](int64_t c) { step(r, c); }); });
   }
-  over_rows(rows, 16, [&](int64_t r) { over_rows(cols, 8, [&](int64_t c) { step(r, c); }); });
+  if constexpr (Watch) {
+    // Magnitudes are at most 0x7FFF, so a signed compare works.
+    *nonfinite = !_mm256_testz_si256(_mm256_cmpgt_epi16(largest, _mm256_set1_epi16(0x7BFF)),
+                                     _mm256_set1_epi16(-1));
+  }
+}
+
+// 16-bit elements, 16 rows x 8 columns per step (rows >= 16, cols >= 8; remainders are
+// overlapping last steps): rows r..r+7 in lane 0 and r+8..r+15 in lane 1, one 8x8 network for
+// both, and each column's 16 rows (32 bytes, consecutive in the destination) in one store. Half
+// the shuffles per byte of the SSE2 8x8 blocks. Cursors as in transpose.cpp.
+// With a non-null `nonfinite` (fp16 input packed by pack_checked) every half moved is also
+// tested for INF/NaN: the maximum of the magnitudes (v & 0x7FFF) over all steps, INF and NaN
+// being those >= 0x7C00. Two instructions per 32 bytes on the vector ALUs, which the network's
+// shuffles leave idle, instead of a separate pass that read each surface from L3 first.
+template <class SR, class DC>
+NPUPACK_FLAT void tall_u16(SR row, DC col, int64_t rows, int64_t cols, bool* nonfinite = nullptr) {
+  if (nonfinite) {
+    tall_u16_loop<true>(row, col, rows, cols, nonfinite);
+  } else {
+    tall_u16_loop<false>(row, col, rows, cols, nullptr);
+  }
 }
 
 // The loop of the tall and wide byte kernels: blocks of RB rows x CB columns (remainders are

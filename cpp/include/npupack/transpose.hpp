@@ -18,6 +18,13 @@ void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_strid
 void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows,
                       int64_t cols, int64_t eb);
 
+// transpose (stream = false) or transpose_stream (stream = true) of 16-bit elements that also
+// tests every half it moves for fp16 INF/NaN (pack_checked's watch of a slab): 1 when all were
+// finite, 0 when one was INF or NaN, and -1, with nothing moved, where no testing kernel fits
+// (no AVX2, fewer than 16 rows or 8 columns).
+int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
+                       bool stream);
+
 // `count` such transposes, matrix i at src + i * src_step and dst + i * dst_step (byte steps):
 // the kernel is chosen once for all of them. [ahead, ahead + ahead_bytes) is a source range the
 // caller reads next; kernels that read each row once prefetch it between their blocks (else it
