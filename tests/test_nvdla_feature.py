@@ -145,12 +145,14 @@ def test_input_conversion_and_out(rng):
     ((3, 40, 90, 90), {}),                                  # 2.9 MB packed: split across threads
     ((40, 33, 35), {}),                                     # (C, H, W)
     ((2, 20, 9, 11), dict(line_stride=384, surface_stride=4096)),  # gaps between lines and surfaces
-    # Whole 16-channel surfaces: the transposes test what they move, after the first slab only
-    ((1, 64, 20, 20), {}),                                  # one image: a slab per surface
-    ((3, 32, 30, 30), {}),                                  # a slab per image
-    ((2, 48, 7, 9), {}),                                    # H*W = 63: overlapping last steps
+    # Whole 16-channel surfaces of 32 KB and more: after the first, the transposes test what
+    # they move; smaller ones are each checked before they are packed
+    ((1, 64, 40, 40), {}),                                  # one image: a slab per surface
+    ((3, 32, 45, 45), {}),                                  # several: N merged into the C-block loop
+    ((2, 48, 41, 31), {}),                                  # H*W = 1271: an overlapping last step
     ((1, 256, 56, 56), {}),                                 # split across threads
     ((1, 32, 40, 40), dict(line_stride=40 * 32, surface_stride=40 * 40 * 32 + 512)),  # a gap after each surface
+    ((2, 32, 20, 20), {}),                                  # 12.8 KB surfaces: checked
 ], ids=str)
 def test_fp16_feature_checked_surface_by_surface(threads, where, shape, strides):
     # float16 activations are checked for INF / NaN one surface at a time as they are packed; a

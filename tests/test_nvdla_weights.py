@@ -230,16 +230,37 @@ def test_fp16_dimension_of_extent_one_with_any_stride():
     assert np.array_equal(pack_weights(w_inf).weight, ref.pack_dc_vectorised(w_exp, kpg=16, cb=64, tail=128))
 
 
+@pytest.mark.parametrize("shape", [(48, 160, 3, 3), (48, 64, 3, 3)], ids=str)
+def test_fp16_3x3_watch_sees_every_tap(shape):
+    # After the first kernel group, 3x3 fp16 groups of 32 KB and more are tested by the
+    # transpose that packs them: C = 160 (46 KB per group), the row-pair kernel on blocks of 64
+    # and 32 channel rows (three overlapping reads per pair of rows). C = 64 (18 KB per group):
+    # each group is checked just before it is packed. INF in any tap of either row of a pair,
+    # in a later group, takes the converting path like INF in the first.
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal(shape).astype(np.float16)
+    for k, c in ((40, 33), (40, 34), (47, shape[1] - 1), (17, 0), (33, 65)):
+        for r in range(3):
+            for s in range(3):
+                w_bad, w_exp = w.copy(), w.copy()
+                w_bad[k, c % shape[1], r, s], w_exp[k, c % shape[1], r, s] = np.inf, 65504.0
+                expect = ref.pack_dc_vectorised(w_exp, kpg=16, cb=64, tail=128)
+                assert np.array_equal(pack_weights(w_bad).weight, expect), (k, c, r, s)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
-@pytest.mark.parametrize("shape", [(169, 400, 3, 3), (169, 4000, 1, 1), (169, 4003, 1, 1)], ids=str)
+@pytest.mark.parametrize("shape", [(169, 400, 3, 3), (169, 392, 3, 3), (169, 4000, 1, 1), (169, 4003, 1, 1)],
+                         ids=str)
 def test_fp16_checked_kernel_group_by_kernel_group(threads, where, shape):
     # float16 weights are checked for INF / NaN one kernel group at a time as they are packed (the
     # short last group included, and across threads: 1.2-1.4 MB is split); a group with INF or NaN
     # sends the whole tensor down the converting path, whatever the other groups wrote into out.
-    # 3x3 kernels: each group is checked before it is packed. 1x1 kernels with C % 8 == 0: the
-    # row copies test the groups as they move them. C = 4003: the last channel block's rows (6
-    # bytes) are not tested by the copies, so each group is checked after it is packed.
+    # The first group is checked before it is packed; the kernels that move the later groups test
+    # them as they go where they can: 3x3 kernels with channel blocks of 16 rows or more (C = 400:
+    # 12 blocks of 32 and one of 16) by the row-pair transpose, 1x1 kernels with C % 8 == 0 by the
+    # row copies. C = 392 (a last block of 8 rows) and C = 4003 (the last block's rows are 6
+    # bytes): those rows are not tested as they move, so each group is checked after it is packed.
     k, c, r, s = shape
     where = {"first": (0, 0, 0, 0), "middle": (77, 123, r // 2, s - 1), "last": (k - 1, c - 1, r - 1, s - 1)}[where]
     rng = np.random.default_rng(7)

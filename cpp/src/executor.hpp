@@ -354,9 +354,10 @@ class Executor {
 
  public:
   // fp16 INF/NaN test fused into packing (pack_checked): the row copies of rows contiguous on
-  // both sides (1x1 DC weights: one 64-byte channel block per kernel) and the 16-row transposes
-  // (NVDLA fp16 feature data: 16 channels x H*W per surface) test the halves they move, and
-  // count the bytes they tested, so that the caller knows whether a slab was covered whole.
+  // both sides (1x1 DC weights: one 64-byte channel block per kernel), the 16-row transposes
+  // (NVDLA fp16 feature data: 16 channels x H*W per surface) and the 3x3 row-pair kernel (3x3
+  // DC weights) test the halves they move, and count the bytes they tested, so that the caller
+  // knows whether a slab was covered whole.
   void watch_fp16(bool on) { watch_ = on && to_packed_ && eb_ == 2; }
   void clear_watch() { watched_ = 0; nonfinite_ = false; }
   int64_t watched_bytes() const { return watched_; }
@@ -651,8 +652,17 @@ class Executor {
         transpose_stream(lin_ + loff + i * b.lstep, in.lstep, pout_ + poff + i * psb, psx, rin.n(), rx.n(), eb_);
       }
     } else if (to_packed_) {
-      if (transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), rb.n(), eb_,
-                          pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr, pf_hi_ - pf_lo_)) {
+      const char* ahead = pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr;
+      // fp16 into the packed side (watch_fp16): the 3x3 kernel tests what it moves.
+      const int finite = watch_ ? transpose_batch_finite16(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb,
+                                                           rin.n(), rx.n(), rb.n(), ahead, pf_hi_ - pf_lo_)
+                                : -1;
+      if (finite >= 0) {
+        nonfinite_ |= finite == 0;
+        watched_ += rb.n() * rin.n() * rx.n() * eb_;
+        pf_lo_ = pf_hi_ = 0;
+      } else if (transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), rb.n(), eb_,
+                                 ahead, pf_hi_ - pf_lo_)) {
         pf_lo_ = pf_hi_ = 0;
       }
     } else {

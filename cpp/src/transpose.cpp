@@ -408,16 +408,19 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
 int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                        bool stream) {
 #if defined(NPUPACK_SSE2)
+  // The kernels transpose / transpose_stream choose, where they can test: tall_u16 (streamed
+  // under transpose_stream's own conditions: 16 rows, columns back to back and aligned), and for
+  // 9 columns with rows back to back the 3x3 row-pair kernel. Other narrow shapes (9..16
+  // columns) are left to their own kernels, untested.
   if (rows < 16 || cols < 8 || !cpu().avx2) return -1;
-  bool nonfinite = false;
-  const Strided row{src, src_stride};
-  // The streamed kernel under transpose_stream's own conditions (16 rows, columns back to back
-  // and aligned); otherwise the cached one, as transpose_stream would fall back to.
   if (stream && rows == 16 && dst_stride == 32 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
-    narrow::avx2::tall_u16(row, StreamOut{dst, dst_stride}, rows, cols, &nonfinite);
-  } else {
-    narrow::avx2::tall_u16(row, StridedOut{dst, dst_stride}, rows, cols, &nonfinite);
+    bool nonfinite = false;
+    narrow::avx2::tall_u16(Strided{src, src_stride}, StreamOut{dst, dst_stride}, rows, cols, &nonfinite);
+    return nonfinite ? 0 : 1;
   }
+  if (cols >= 9 && cols <= 16) return transpose_batch_finite16(src, src_stride, 0, dst, dst_stride, 0, rows, cols, 1);
+  bool nonfinite = false;
+  narrow::avx2::tall_u16(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, &nonfinite);
   return nonfinite ? 0 : 1;
 #else
   (void)src, (void)src_stride, (void)dst, (void)dst_stride, (void)rows, (void)cols, (void)stream;
@@ -435,6 +438,23 @@ bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
 #endif
   for (int64_t i = 0; i < count; ++i) transpose(src + i * src_step, src_stride, dst + i * dst_step, dst_stride, rows, cols, eb);
   return false;
+}
+
+int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
+                             int64_t dst_step, int64_t rows, int64_t cols, int64_t count, const char* ahead,
+                             int64_t ahead_bytes) {
+#if defined(NPUPACK_SSE2)
+  // The case in which transpose_batch runs run_taps9<2> (narrow, run_narrow).
+  if (!cpu().avx2 || cols != 9 || src_stride != 18 || rows < 16) return -1;
+  bool nonfinite = false;
+  narrow::avx2::run_taps9<2>(narrow::RowReader{src, src_stride, rows, 18}, StridedOut{dst, dst_stride},
+                             narrow::Batch{count, src_step, dst_step, ahead, ahead_bytes}, &nonfinite);
+  return nonfinite ? 0 : 1;
+#else
+  (void)src, (void)src_stride, (void)src_step, (void)dst, (void)dst_stride, (void)dst_step, (void)rows, (void)cols;
+  (void)count, (void)ahead, (void)ahead_bytes;
+  return -1;
+#endif
 }
 
 bool batch_reads_rows_once_u8(int64_t rows, int64_t cols) {

@@ -400,13 +400,27 @@ NPUPACK_AI void block_u8_taps9(const char* s0, const char* s1, DCur d) {
 // column 8 (every read stays inside the 16 rows); then columns_of_pairs. 23 shuffles and 21 blends
 // per 16 rows, where block16_u16 needs 31 shuffles and 16 blends: 5.2 against 6.8 ns per 16 rows
 // in L1.
+// pack_checked's fp16 watch inside the 16-bit kernels: the largest magnitude (v & 0x7FFF) of
+// the halves read, INF and NaN being the magnitudes >= 0x7C00 (a signed compare: magnitudes are
+// at most 0x7FFF). Two vector ALU instructions per 32 bytes, on ports the networks' shuffles
+// leave idle, instead of a separate pass that read each slab from L3 before it was packed.
+NPUPACK_AI __m256i watch_halves(__m256i largest, __m256i v) {
+  return _mm256_max_epu16(largest, _mm256_and_si256(v, _mm256_set1_epi16(0x7FFF)));
+}
+NPUPACK_AI bool any_nonfinite(__m256i largest) {
+  return !_mm256_testz_si256(_mm256_cmpgt_epi16(largest, _mm256_set1_epi16(0x7BFF)), _mm256_set1_epi16(-1));
+}
+
+// With a non-null `largest` (pack_checked's fp16 watch) the magnitudes of every half read are
+// max-reduced into it, as in tall_u16: the three reads cover each row pair's 36 bytes.
 template <class DCur>
-NPUPACK_AI void block_u16_taps9(const char* s, DCur d) {
+NPUPACK_AI void block_u16_taps9(const char* s, DCur d, V::reg* largest = nullptr) {
   using R = V::reg;
-  const auto load = [s](R a[4], int byte) {
+  const auto load = [s, largest](R a[4], int byte) {
     for (int k = 0; k < 4; ++k) {
       a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 36 * k + byte)),
                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 144 + 36 * k + byte)));
+      if (largest) *largest = watch_halves(*largest, a[k]);
     }
   };
   R a[4], h[9];
@@ -426,13 +440,26 @@ NPUPACK_AI void block_u16_taps9(const char* s, DCur d) {
 // run_u8<9> for rows back to back (in.stride == 9) and run_u16<9> for 16 rows and more back to
 // back (in.stride == 18): the row-pair kernels above on each block of 32 (8-bit) or 16 (16-bit)
 // rows.
+// With a non-null `nonfinite` (16-bit only) every half moved is tested for fp16 INF/NaN, as in
+// tall_u16.
 template <int EB, class DC>
-NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch) {
+NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch, bool* nonfinite = nullptr) {
   constexpr int kRows = EB == 1 ? 32 : 16;
-  over_batch<kRows>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
-    if constexpr (EB == 1) block_u8_taps9(m.base + r * 9, m.base + r * 9 + 144, c.at(0, r));
-    else block_u16_taps9(m.base + r * 18, c.at(0, 2 * r));
-  });
+  if constexpr (EB == 1) {
+    over_batch<kRows>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
+      block_u8_taps9(m.base + r * 9, m.base + r * 9 + 144, c.at(0, r));
+    });
+  } else if (nonfinite) {
+    V::reg largest = _mm256_setzero_si256();
+    over_batch<kRows>(in, col, batch, [&largest](const RowReader& m, const DC& c, int64_t r) {
+      block_u16_taps9(m.base + r * 18, c.at(0, 2 * r), &largest);
+    });
+    *nonfinite = any_nonfinite(largest);
+  } else {
+    over_batch<kRows>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
+      block_u16_taps9(m.base + r * 18, c.at(0, 2 * r));
+    });
+  }
 }
 
 // 8-bit matrices of 16 rows, at least two in the batch (see pairs); an odd last one takes SSE2.
@@ -461,7 +488,6 @@ NPUPACK_FLAT void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
 template <bool Watch, class SR, class DC>
 NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* nonfinite) {
   using R = V::reg;
-  const R magnitude = _mm256_set1_epi16(0x7FFF);
   R largest = _mm256_setzero_si256();
   const auto step = [&](int64_t r, int64_t c) {
     const auto s = row.at(r, 2 * c);
@@ -470,7 +496,7 @@ NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* 
     for (int k = 0; k < 8; ++k) {
       a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])),
                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k + 8])));
-      if constexpr (Watch) largest = _mm256_max_epu16(largest, _mm256_and_si256(a[k], magnitude));
+      if constexpr (Watch) largest = watch_halves(largest, a[k]);
     }
     network_8x8_u16(a, out);
     const auto d = col.at(c, 2 * r);
@@ -487,11 +513,7 @@ NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* 
   } else {
     over_rows(rows, 16, [&](int64_t r) { over_rows(cols, 8, [&](int64_t c) { step(r, c); }); });
   }
-  if constexpr (Watch) {
-    // Magnitudes are at most 0x7FFF, so a signed compare works.
-    *nonfinite = !_mm256_testz_si256(_mm256_cmpgt_epi16(largest, _mm256_set1_epi16(0x7BFF)),
-                                     _mm256_set1_epi16(-1));
-  }
+  if constexpr (Watch) *nonfinite = any_nonfinite(largest);
 }
 
 // 16-bit elements, 16 rows x 8 columns per step (rows >= 16, cols >= 8; remainders are
@@ -499,9 +521,7 @@ NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* 
 // both, and each column's 16 rows (32 bytes, consecutive in the destination) in one store. Half
 // the shuffles per byte of the SSE2 8x8 blocks. Cursors as in transpose.cpp.
 // With a non-null `nonfinite` (fp16 input packed by pack_checked) every half moved is also
-// tested for INF/NaN: the maximum of the magnitudes (v & 0x7FFF) over all steps, INF and NaN
-// being those >= 0x7C00. Two instructions per 32 bytes on the vector ALUs, which the network's
-// shuffles leave idle, instead of a separate pass that read each surface from L3 first.
+// tested for INF/NaN (watch_halves).
 template <class SR, class DC>
 NPUPACK_FLAT void tall_u16(SR row, DC col, int64_t rows, int64_t cols, bool* nonfinite = nullptr) {
   if (nonfinite) {

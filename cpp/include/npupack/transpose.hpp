@@ -20,8 +20,9 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
 
 // transpose (stream = false) or transpose_stream (stream = true) of 16-bit elements that also
 // tests every half it moves for fp16 INF/NaN (pack_checked's watch of a slab): 1 when all were
-// finite, 0 when one was INF or NaN, and -1, with nothing moved, where no testing kernel fits
-// (no AVX2, fewer than 16 rows or 8 columns).
+// finite, 0 when one was INF or NaN, and -1, with nothing moved, where the kernel those would
+// choose does not test (no AVX2, fewer than 16 rows or 8 columns, 9..16 columns other than the
+// 3x3 case of transpose_batch_finite16).
 int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                        bool stream);
 
@@ -32,6 +33,14 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb,
                      const char* ahead = nullptr, int64_t ahead_bytes = 0);
+
+// transpose_batch of 16-bit elements that also tests every half it moves for fp16 INF/NaN, as
+// transpose_finite16; only for the 3x3 row-pair kernel (9 columns, rows back to back, 16 rows
+// or more, AVX2: fp16 DC weights of 3x3 kernels), -1 with nothing moved otherwise. `ahead` is
+// prefetched as transpose_batch does.
+int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
+                             int64_t dst_step, int64_t rows, int64_t cols, int64_t count, const char* ahead = nullptr,
+                             int64_t ahead_bytes = 0);
 
 // True when transpose_batch runs a batch of rows x cols byte matrices in one SIMD kernel that
 // reads each source row once (9..16 columns; 32 rows and more, or exactly 16 rows, two matrices
