@@ -51,6 +51,27 @@ void check_stream(const py::array& stream, int64_t n, int es) {
   if (n < 0 || stream.nbytes() < n * es) throw LayoutError("sparse: the stream is shorter than n elements");
 }
 
+// The checked arguments of the compaction bindings (sparse_compress, sparse_compress_groups):
+// sizes and flags checked before anything is written.
+struct CompressArgs {
+  npupack::KernelPath kernel;
+  int es;
+  const uint8_t* s;
+  uint8_t* w;
+  uint8_t* d;
+  int64_t cap;
+  CompressArgs(const py::array& stream, int64_t n, int es_, py::array& wmb, py::array& data, const std::string& path,
+               const char* fn)
+      : kernel(npupack::kernel_path(path, fn)), es(element_bytes(es_)) {
+    check_stream(stream, n, es);
+    if (wmb.nbytes() < (n + 7) / 8) throw LayoutError("sparse_compress: wmb too small");
+    s = contiguous(stream, "stream");
+    w = writable(wmb, "wmb");
+    d = writable(data, "data");
+    cap = data.nbytes();
+  }
+};
+
 }  // namespace
 
 void bind_weights(py::module_& m) {
@@ -121,16 +142,9 @@ void bind_weights(py::module_& m) {
   m.def(
       "sparse_compress",
       [](const py::array& stream, int64_t n, int es, py::array wmb, py::array data, const std::string& path) {
-        const auto kernel = npupack::kernel_path(path, "sparse_compress");
-        es = element_bytes(es);
-        check_stream(stream, n, es);
-        if (wmb.nbytes() < (n + 7) / 8) throw LayoutError("sparse_compress: wmb too small");
-        const uint8_t* s = contiguous(stream, "stream");
-        uint8_t* w = writable(wmb, "wmb");
-        uint8_t* d = writable(data, "data");
-        const int64_t cap = data.nbytes();
+        const CompressArgs a(stream, n, es, wmb, data, path, "sparse_compress");
         py::gil_scoped_release release;
-        return npupack::sparse_compress(s, n, es, w, d, cap, kernel);
+        return npupack::sparse_compress(a.s, n, a.es, a.w, a.d, a.cap, a.kernel);
       },
       py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("wmb"), py::arg("data"), py::arg("path") = "auto",
       "WMB bits and compacted DATA (nvdla.md 11.1); returns the DATA bytes written. `path` forces a kernel "
@@ -139,21 +153,14 @@ void bind_weights(py::module_& m) {
       "sparse_compress_groups",
       [](const py::array& stream, int64_t n, int es, int64_t group_elems, py::array wmb, py::array data,
          const std::string& path) {
-        const auto kernel = npupack::kernel_path(path, "sparse_compress_groups");
-        es = element_bytes(es);
-        check_stream(stream, n, es);
         if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
-        if (wmb.nbytes() < (n + 7) / 8) throw LayoutError("sparse_compress: wmb too small");
-        const uint8_t* s = contiguous(stream, "stream");
-        uint8_t* w = writable(wmb, "wmb");
-        uint8_t* d = writable(data, "data");
-        const int64_t cap = data.nbytes();
+        const CompressArgs a(stream, n, es, wmb, data, path, "sparse_compress_groups");
         py::array_t<int64_t> counts(n == 0 ? 0 : (n + group_elems - 1) / group_elems);
         int64_t* c = counts.mutable_data();
         int64_t written;
         {
           py::gil_scoped_release release;
-          written = npupack::sparse_compress_groups(s, n, es, group_elems, w, d, cap, c, kernel);
+          written = npupack::sparse_compress_groups(a.s, n, a.es, group_elems, a.w, a.d, a.cap, c, a.kernel);
         }
         return py::make_tuple(written, counts);
       },

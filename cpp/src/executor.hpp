@@ -361,6 +361,18 @@ class Executor {
   void watch_fp16(bool on) { watch_ = on && to_packed_ && eb_ == 2; }
   void clear_watch() { watched_ = 0; nonfinite_ = false; }
   int64_t watched_bytes() const { return watched_; }
+
+ private:
+  // A watched move's verdict: `finite` 1 (all halves finite) or 0 (INF or NaN seen) over `bytes`
+  // tested; -1 (transpose_finite16: nothing moved) records nothing and returns false.
+  bool record_watch(int finite, int64_t bytes) {
+    if (finite < 0) return false;
+    nonfinite_ |= finite == 0;
+    watched_ += bytes;
+    return true;
+  }
+
+ public:
   bool saw_nonfinite() const { return nonfinite_; }
 
   // True when packing writes every hole itself: the only holes are the tails of the innermost
@@ -567,13 +579,10 @@ class Executor {
         pack_columns(lin_ + loff, in.lstep, nin, room, pout_ + poff, psx, nx);
         return;
       }
-      if (watch_) {  // fp16 into the packed side (watch_fp16): the transpose tests what it moves
-        const int finite = transpose_finite16(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, stream_);
-        if (finite >= 0) {
-          nonfinite_ |= finite == 0;
-          watched_ += nin * nx * eb_;
-          return;
-        }
+      // fp16 into the packed side (watch_fp16): the transpose tests what it moves.
+      if (watch_ && record_watch(transpose_finite16(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, stream_),
+                                 nin * nx * eb_)) {
+        return;
       }
       if (to_packed_ && stream_) transpose_stream(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
       else if (to_packed_) transpose(lin_ + loff, in.lstep, pout_ + poff, psx, nin, nx, eb_);
@@ -604,8 +613,8 @@ class Executor {
           const Ahead ahead = pf_hi_ > pf_lo_ ? take_ahead(nx) : Ahead();
           const auto copy = row == 64 ? copy_rows_finite16<64> : row == 128 ? copy_rows_finite16<128>
                                                                             : copy_rows_finite16<0>;
-          nonfinite_ |= !copy(lin_ + loff, x.lstep, pout_ + poff, psx, nx, static_cast<int64_t>(row), ahead);
-          watched_ += nx * static_cast<int64_t>(row);
+          const bool finite = copy(lin_ + loff, x.lstep, pout_ + poff, psx, nx, static_cast<int64_t>(row), ahead);
+          record_watch(finite ? 1 : 0, nx * static_cast<int64_t>(row));
         } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 64) {
           copy_rows_ahead<64>(lin_ + loff, x.lstep, pout_ + poff, psx, nx, take_ahead(nx));
         } else if (to_packed_ && pf_hi_ > pf_lo_ && row == 128) {
@@ -654,12 +663,9 @@ class Executor {
     } else if (to_packed_) {
       const char* ahead = pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr;
       // fp16 into the packed side (watch_fp16): the 3x3 kernel tests what it moves.
-      const int finite = watch_ ? transpose_batch_finite16(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb,
-                                                           rin.n(), rx.n(), rb.n(), ahead, pf_hi_ - pf_lo_)
-                                : -1;
-      if (finite >= 0) {
-        nonfinite_ |= finite == 0;
-        watched_ += rb.n() * rin.n() * rx.n() * eb_;
+      if (watch_ && record_watch(transpose_batch_finite16(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb,
+                                                          rin.n(), rx.n(), rb.n(), ahead, pf_hi_ - pf_lo_),
+                                 rb.n() * rin.n() * rx.n() * eb_)) {
         pf_lo_ = pf_hi_ = 0;
       } else if (transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), rb.n(), eb_,
                                  ahead, pf_hi_ - pf_lo_)) {

@@ -394,12 +394,6 @@ NPUPACK_AI void block_u8_taps9(const char* s0, const char* s1, DCur d) {
   columns_of_pairs<1>(h, d);
 }
 
-// 16 rows of 16-bit elements, 9 columns, rows back to back from s: an 8 x 9 matrix of 32-bit row
-// pairs, pairs k and k + 4 in the two lanes of a register. A 4x4 network per 16 bytes of the
-// pairs gives their columns 0..3 and 4..7, and its output 3, on reads ending at each pair's end,
-// column 8 (every read stays inside the 16 rows); then columns_of_pairs. 23 shuffles and 21 blends
-// per 16 rows, where block16_u16 needs 31 shuffles and 16 blends: 5.2 against 6.8 ns per 16 rows
-// in L1.
 // pack_checked's fp16 watch inside the 16-bit kernels: the largest magnitude (v & 0x7FFF) of
 // the halves read, INF and NaN being the magnitudes >= 0x7C00 (a signed compare: magnitudes are
 // at most 0x7FFF). Two vector ALU instructions per 32 bytes, on ports the networks' shuffles
@@ -411,6 +405,12 @@ NPUPACK_AI bool any_nonfinite(__m256i largest) {
   return !_mm256_testz_si256(_mm256_cmpgt_epi16(largest, _mm256_set1_epi16(0x7BFF)), _mm256_set1_epi16(-1));
 }
 
+// 16 rows of 16-bit elements, 9 columns, rows back to back from s: an 8 x 9 matrix of 32-bit row
+// pairs, pairs k and k + 4 in the two lanes of a register. A 4x4 network per 16 bytes of the
+// pairs gives their columns 0..3 and 4..7, and its output 3, on reads ending at each pair's end,
+// column 8 (every read stays inside the 16 rows); then columns_of_pairs. 23 shuffles and 21 blends
+// per 16 rows, where block16_u16 needs 31 shuffles and 16 blends: 5.2 against 6.8 ns per 16 rows
+// in L1.
 // With a non-null `largest` (pack_checked's fp16 watch) the magnitudes of every half read are
 // max-reduced into it, as in tall_u16: the three reads cover each row pair's 36 bytes.
 template <class DCur>
