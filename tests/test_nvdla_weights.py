@@ -233,13 +233,13 @@ def test_fp16_dimension_of_extent_one_with_any_stride():
 @pytest.mark.parametrize("shape", [(48, 160, 3, 3), (48, 64, 3, 3)], ids=str)
 def test_fp16_3x3_watch_sees_every_tap(shape):
     # After the first kernel group, 3x3 fp16 groups of 32 KB and more are tested by the
-    # transpose that packs them: C = 160 (46 KB per group), the row-pair kernel on blocks of 64
-    # and 32 channel rows (three overlapping reads per pair of rows). C = 64 (18 KB per group):
-    # each group is checked just before it is packed. INF in any tap of either row of a pair,
-    # in a later group, takes the converting path like INF in the first.
+    # transpose that packs them: C = 160 (46 KB per group), the 3x3 kernel on blocks of 16
+    # channel rows (nine 16-byte chunks per 8 rows, each tested). C = 64 (18 KB per group):
+    # each group is checked just before it is packed. INF in any tap of any row of a 16-row
+    # block (channels 32..47), in a later group, takes the converting path like INF in the first.
     rng = np.random.default_rng(11)
     w = rng.standard_normal(shape).astype(np.float16)
-    for k, c in ((40, 33), (40, 34), (47, shape[1] - 1), (17, 0), (33, 65)):
+    for k, c in [(40, c) for c in range(32, 48)] + [(47, shape[1] - 1), (17, 0), (33, 65)]:
         for r in range(3):
             for s in range(3):
                 w_bad, w_exp = w.copy(), w.copy()

@@ -355,7 +355,7 @@ class Executor {
  public:
   // fp16 INF/NaN test fused into packing (pack_checked): the row copies of rows contiguous on
   // both sides (1x1 DC weights: one 64-byte channel block per kernel), the 16-row transposes
-  // (NVDLA fp16 feature data: 16 channels x H*W per surface) and the 3x3 row-pair kernel (3x3
+  // (NVDLA fp16 feature data: 16 channels x H*W per surface) and the 3x3 rotation kernel (3x3
   // DC weights) test the halves they move, and count the bytes they tested, so that the caller
   // knows whether a slab was covered whole.
   void watch_fp16(bool on) { watch_ = on && to_packed_ && eb_ == 2; }

@@ -410,7 +410,7 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 #if defined(NPUPACK_SSE2)
   // The kernels transpose / transpose_stream choose, where they can test: tall_u16 (streamed
   // under transpose_stream's own conditions: 16 rows, columns back to back and aligned), and for
-  // 9 columns with rows back to back the 3x3 row-pair kernel. Other narrow shapes (9..16
+  // 9 columns with rows back to back the 3x3 rotation kernel. Other narrow shapes (9..16
   // columns) are left to their own kernels, untested.
   if (rows < 16 || cols < 8 || !cpu().avx2) return -1;
   if (stream && rows == 16 && dst_stride == 32 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {

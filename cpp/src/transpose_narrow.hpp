@@ -340,58 +340,103 @@ NPUPACK_FLAT void run_u16(RowReader in, DC col, const Batch& batch) {
 }
 
 // Matrices of 9 columns whose rows are back to back (3x3 kernels: DC weights' channel blocks,
-// b_fs_yx_fsv16 / fsv32 over a 3x3 plane) seen as matrices of row pairs: two rows of EB-byte
-// elements are nine 2 * EB-byte elements, so a kernel transposes the pairs (fewer, wider elements:
-// fewer shuffles) and then splits each pair column into two row columns.
+// b_fs_yx_fsv16 / fsv32 over a 3x3 plane). A 128-bit lane takes 16 rows of bytes or 8 rows of
+// halves: 9 * 16 bytes, exactly nine 16-byte chunks of E elements (E = 16 or 8). As 9 is coprime
+// with E, no transpose network is needed: element b = E * q + p (position p of chunk q) is row
+// b / 9 of column b % 9 = (E * q + p) % 9. Chunk q is loaded into register v = E * q - c (mod 9),
+// a free renaming, so that the element belongs to register (v + c + p) % 9: a rotation of the
+// nine registers by an amount that depends only on the position, done as one blend stage per bit
+// of the amount (register v takes the selected positions of register v - 2^s). Each register
+// then holds one column, one element per position, and one pshufb per column puts the rows in
+// order. Nine loads at 16-byte steps from the block start, three or four blend stages and nine
+// (16-bit) or eighteen (8-bit) shuffles per block, where the row-pair network it replaced made
+// 16 or 32 unaligned loads and 23 or 35 shuffles. Best of alternating processes:
+// (512,512,3,3) DC weights int8 152 -> 131 us, fp16 287 -> 260 us; (256,256,3,3)
+// b_fs_yx_fsv16 / fsv32 int8 30.4 / 29.2 -> 25.9 / 24.6 us.
 //
-// Given h[0..8], the nine columns of the pairs (pair m = rows 2m and 2m + 1, in element m of each),
-// column j of rows 2m and 2m + 1 is element j and element 9 + j of pair m: the low half of h[j / 2]
-// and the high half of h[(9 + j) / 2] for even j, the other way round for odd j. So each column
-// is one blend of two of h (first row's half from one, second row's from the other) plus, for odd
-// j, a swap of the halves.
+// Rotation of w[0..8] by `Shift` at the lane positions that Blend selects: w[v] takes those
+// positions of w[v - Shift].
+template <int Shift, class Blend>
+NPUPACK_AI void rotate9(V::reg w[9], Blend blend) {
+  V::reg n[9];
+  for (int v = 0; v < 9; ++v) n[v] = blend(w[v], w[(v + 9 - Shift) % 9]);
+  for (int v = 0; v < 9; ++v) w[v] = n[v];
+}
+template <int Imm>
+struct Words {  // 16-bit positions by an immediate mask (the same in both lanes)
+  V::reg operator()(V::reg a, V::reg b) const { return _mm256_blend_epi16(a, b, Imm); }
+};
+struct Bytes {  // byte positions by a mask register
+  V::reg mask;
+  V::reg operator()(V::reg a, V::reg b) const { return _mm256_blendv_epi8(a, b, mask); }
+};
+
+// Chunk controls for bytes (E = 16, c = 1): amounts k = (p + 1) % 9 take every value 1..7 at two
+// positions and 0 and 8 at one each. The first pshufb (`pre`) puts the two positions of each
+// amount 1..7 in one 16-bit word and those of 0 and 8 in the last, so that the stages of bits 0..2
+// are word blends (vpblendw, which here runs beside the shuffles, not on their ports) and only
+// bit 3 (amount 8: byte 14) is a byte blend. `post[j]`: row r of column j from the position of
+// element 9r + j.
+struct Taps9Bytes {
+  alignas(32) int8_t pre[32] = {};
+  alignas(32) int8_t post[9][32] = {};
+  alignas(32) int8_t bit3[32] = {};
+  constexpr Taps9Bytes() {
+    int at[16] = {};  // the position after `pre` of the byte at position p
+    for (int w = 0; w < 7; ++w) {
+      at[w] = 2 * w;           // amount w + 1
+      at[w + 9] = 2 * w + 1;   // amount (w + 10) % 9 = w + 1
+    }
+    at[7] = 14;  // amount 8
+    at[8] = 15;  // amount 0
+    for (int p = 0; p < 16; ++p) pre[at[p]] = pre[16 + at[p]] = static_cast<int8_t>(p);
+    for (int j = 0; j < 9; ++j) {
+      for (int r = 0; r < 16; ++r) post[j][r] = post[j][16 + r] = static_cast<int8_t>(at[(9 * r + j) % 16]);
+    }
+    bit3[14] = bit3[30] = -1;
+  }
+};
+inline constexpr Taps9Bytes kTaps9Bytes{};
+
+// Chunk controls for halves (E = 8, c = 0): amount k = p (0..7, three word-blend stages);
+// `post[j]`: row r of column j from the half at position (9r + j) % 8.
+struct Taps9Halves {
+  alignas(32) int8_t post[9][32] = {};
+  constexpr Taps9Halves() {
+    for (int j = 0; j < 9; ++j) {
+      for (int r = 0; r < 8; ++r) {
+        const int p = (9 * r + j) % 8;
+        for (int lane = 0; lane < 32; lane += 16) {
+          post[j][lane + 2 * r] = static_cast<int8_t>(2 * p);
+          post[j][lane + 2 * r + 1] = static_cast<int8_t>(2 * p + 1);
+        }
+      }
+    }
+  }
+};
+inline constexpr Taps9Halves kTaps9Halves{};
+
+NPUPACK_AI V::reg load_control(const int8_t* c) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(c)); }
 NPUPACK_AI void store_column(char* d, V::reg v) { V::store(d, v); }
 NPUPACK_AI void store_column(pairs::Cols2 d, V::reg v) { pairs::V::store(d, v); }
 
-template <int EB, class DCur>
-NPUPACK_AI void columns_of_pairs(const V::reg h[9], DCur d) {
-  using R = V::reg;
-  static_assert(EB == 1 || EB == 2, "pairs of 8- or 16-bit elements");
-  const R high = EB == 1 ? _mm256_set1_epi16(static_cast<int16_t>(0xFF00))
-                         : _mm256_set1_epi32(static_cast<int32_t>(0xFFFF0000));
-  const R swap = EB == 1 ? _mm256_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
-                                            1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
-                         : _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
-                                            2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-  for (int j = 0; j < 9; j += 2) store_column(d[j], _mm256_blendv_epi8(h[j / 2], h[(9 + j) / 2], high));
-  for (int j = 1; j < 9; j += 2) {
-    store_column(d[j], _mm256_shuffle_epi8(_mm256_blendv_epi8(h[(9 + j) / 2], h[(j - 1) / 2], high), swap));
-  }
-}
-
-// 32 rows of 8-bit elements, 9 columns, rows back to back: 16 from s0 (lane 0) and 16 from s1
-// (lane 1; s0 + 144 for 32 rows of one matrix, the next matrix for two 16-row matrices side by
-// side). That is a 16 x 9 matrix of 16-bit row pairs: the 8x8 network on pairs k and k + 8 gives
-// its columns 0..7, one pruned output of a second network, on reads from byte 2, its column 8
-// (every read stays inside the rows); then columns_of_pairs. 35 shuffles and 9 blends per 32 rows,
-// where block_u8 needs 47 shuffles (the whole byte network): 26-30 against 39-46 cycles per 32
-// rows in L1, a (512,512,3,3) int8 DC layer in L3 packed in 146-155 against 163-167 us, and two
-// 16-row matrices (b_fs_yx_fsv16) in 10.0-10.5 against 11.3 ns in L1.
+// 32 rows of 8-bit elements: 16 from s0 (lane 0) and 16 from s1 (lane 1; s0 + 144 for 32 rows
+// of one matrix, the next matrix for two 16-row matrices side by side), 144 bytes each.
 template <class DCur>
 NPUPACK_AI void block_u8_taps9(const char* s0, const char* s1, DCur d) {
   using R = V::reg;
-  const auto pair = [s0, s1](int k, int byte) {
-    return lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 18 * k + byte)),
-                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + 18 * k + byte)));
-  };
-  R a[8], h[9];
-  for (int k = 0; k < 8; ++k) a[k] = pair(k, 0);
-  network_8x8_u16(a, h);
-  // h[8]: element 7 of the reads from byte 2 (output 7 of network_8x8_u16).
-  for (int k = 0; k < 8; ++k) a[k] = pair(k, 2);
-  const R c1 = V::hi32(V::hi16(a[0], a[1]), V::hi16(a[2], a[3]));
-  const R c3 = V::hi32(V::hi16(a[4], a[5]), V::hi16(a[6], a[7]));
-  h[8] = V::hi64(c1, c3);
-  columns_of_pairs<1>(h, d);
+  const R pre = load_control(kTaps9Bytes.pre);
+  R w[9];
+  for (int v = 0; v < 9; ++v) {
+    const int q = 4 * (v + 1) % 9;  // v = 16q - 1 = 7q - 1 (mod 9); 4 = 7^-1 (mod 9)
+    w[v] = _mm256_shuffle_epi8(lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 16 * q)),
+                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + 16 * q))), pre);
+  }
+  rotate9<1>(w, Words<0x55>());  // amounts 1, 3, 5, 7: words 0, 2, 4, 6
+  rotate9<2>(w, Words<0x66>());  // 2, 3, 6, 7: words 1, 2, 5, 6
+  rotate9<4>(w, Words<0x78>());  // 4..7: words 3..6
+  rotate9<8>(w, Bytes{load_control(kTaps9Bytes.bit3)});  // 8: byte 14
+  for (int j = 0; j < 9; ++j) store_column(d[j], _mm256_shuffle_epi8(w[j], load_control(kTaps9Bytes.post[j])));
 }
 
 // pack_checked's fp16 watch inside the 16-bit kernels: the largest magnitude (v & 0x7FFF) of
@@ -405,40 +450,27 @@ NPUPACK_AI bool any_nonfinite(__m256i largest) {
   return !_mm256_testz_si256(_mm256_cmpgt_epi16(largest, _mm256_set1_epi16(0x7BFF)), _mm256_set1_epi16(-1));
 }
 
-// 16 rows of 16-bit elements, 9 columns, rows back to back from s: an 8 x 9 matrix of 32-bit row
-// pairs, pairs k and k + 4 in the two lanes of a register. A 4x4 network per 16 bytes of the
-// pairs gives their columns 0..3 and 4..7, and its output 3, on reads ending at each pair's end,
-// column 8 (every read stays inside the 16 rows); then columns_of_pairs. 23 shuffles and 21 blends
-// per 16 rows, where block16_u16 needs 31 shuffles and 16 blends: 5.2 against 6.8 ns per 16 rows
-// in L1.
+// 16 rows of 16-bit elements from s (8 per lane, s and s + 144), 144 bytes per lane.
 // With a non-null `largest` (pack_checked's fp16 watch) the magnitudes of every half read are
-// max-reduced into it, as in tall_u16: the three reads cover each row pair's 36 bytes.
+// max-reduced into it, as in tall_u16: the nine chunks are the 16 rows exactly.
 template <class DCur>
 NPUPACK_AI void block_u16_taps9(const char* s, DCur d, V::reg* largest = nullptr) {
   using R = V::reg;
-  const auto load = [s, largest](R a[4], int byte) {
-    for (int k = 0; k < 4; ++k) {
-      a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 36 * k + byte)),
-                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 144 + 36 * k + byte)));
-      if (largest) *largest = watch_halves(*largest, a[k]);
-    }
-  };
-  R a[4], h[9];
-  for (int q = 0; q < 2; ++q) {
-    load(a, 16 * q);
-    const R b0 = V::lo32(a[0], a[1]), b1 = V::hi32(a[0], a[1]), b2 = V::lo32(a[2], a[3]), b3 = V::hi32(a[2], a[3]);
-    h[4 * q] = V::lo64(b0, b2);
-    h[4 * q + 1] = V::hi64(b0, b2);
-    h[4 * q + 2] = V::lo64(b1, b3);
-    h[4 * q + 3] = V::hi64(b1, b3);
+  R w[9];
+  for (int v = 0; v < 9; ++v) {
+    const int q = (9 - v) % 9;  // v = 8q = -q (mod 9)
+    w[v] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * q)),
+                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 144 + 16 * q)));
+    if (largest) *largest = watch_halves(*largest, w[v]);
   }
-  load(a, 20);
-  h[8] = V::hi64(V::hi32(a[0], a[1]), V::hi32(a[2], a[3]));
-  columns_of_pairs<2>(h, d);
+  rotate9<1>(w, Words<0xAA>());  // amounts 1, 3, 5, 7
+  rotate9<2>(w, Words<0xCC>());  // 2, 3, 6, 7
+  rotate9<4>(w, Words<0xF0>());  // 4..7
+  for (int j = 0; j < 9; ++j) store_column(d[j], _mm256_shuffle_epi8(w[j], load_control(kTaps9Halves.post[j])));
 }
 
 // run_u8<9> for rows back to back (in.stride == 9) and run_u16<9> for 16 rows and more back to
-// back (in.stride == 18): the row-pair kernels above on each block of 32 (8-bit) or 16 (16-bit)
+// back (in.stride == 18): the rotation kernels above on each block of 32 (8-bit) or 16 (16-bit)
 // rows.
 // With a non-null `nonfinite` (16-bit only) every half moved is tested for fp16 INF/NaN, as in
 // tall_u16.
@@ -463,7 +495,7 @@ NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch, boo
 }
 
 // 8-bit matrices of 16 rows, at least two in the batch (see pairs); an odd last one takes SSE2.
-// Nine columns with rows back to back take the row-pair kernel, one matrix per lane.
+// Nine columns with rows back to back take the 3x3 rotation kernel, one matrix per lane.
 template <int NC, class DC>
 NPUPACK_FLAT void run_u8_pairs(RowReader in, DC col, const Batch& batch) {
   if constexpr (NC == 9) {

@@ -35,7 +35,7 @@ bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
                      const char* ahead = nullptr, int64_t ahead_bytes = 0);
 
 // transpose_batch of 16-bit elements that also tests every half it moves for fp16 INF/NaN, as
-// transpose_finite16; only for the 3x3 row-pair kernel (9 columns, rows back to back, 16 rows
+// transpose_finite16; only for the 3x3 rotation kernel (9 columns, rows back to back, 16 rows
 // or more, AVX2: fp16 DC weights of 3x3 kernels), -1 with nothing moved otherwise. `ahead` is
 // prefetched as transpose_batch does.
 int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
