@@ -420,6 +420,18 @@ NPUPACK_AI V::reg load_control(const int8_t* c) { return _mm256_load_si256(reint
 NPUPACK_AI void store_column(char* d, V::reg v) { V::store(d, v); }
 NPUPACK_AI void store_column(pairs::Cols2 d, V::reg v) { pairs::V::store(d, v); }
 
+// Chunk q of both lanes: 16 bytes at s0 + 16q (lane 0) and s1 + 16q (lane 1).
+NPUPACK_AI V::reg chunk(const char* s0, const char* s1, int q) {
+  return lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 16 * q)),
+               _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + 16 * q)));
+}
+
+// After the rotation: column j, its rows put in order by post[j], to column cursor d[j].
+template <class DCur>
+NPUPACK_AI void store_columns(const V::reg w[9], const int8_t (*post)[32], DCur d) {
+  for (int j = 0; j < 9; ++j) store_column(d[j], _mm256_shuffle_epi8(w[j], load_control(post[j])));
+}
+
 // 32 rows of 8-bit elements: 16 from s0 (lane 0) and 16 from s1 (lane 1; s0 + 144 for 32 rows
 // of one matrix, the next matrix for two 16-row matrices side by side), 144 bytes each.
 template <class DCur>
@@ -429,14 +441,13 @@ NPUPACK_AI void block_u8_taps9(const char* s0, const char* s1, DCur d) {
   R w[9];
   for (int v = 0; v < 9; ++v) {
     const int q = 4 * (v + 1) % 9;  // v = 16q - 1 = 7q - 1 (mod 9); 4 = 7^-1 (mod 9)
-    w[v] = _mm256_shuffle_epi8(lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 16 * q)),
-                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + 16 * q))), pre);
+    w[v] = _mm256_shuffle_epi8(chunk(s0, s1, q), pre);
   }
   rotate9<1>(w, Words<0x55>());  // amounts 1, 3, 5, 7: words 0, 2, 4, 6
   rotate9<2>(w, Words<0x66>());  // 2, 3, 6, 7: words 1, 2, 5, 6
   rotate9<4>(w, Words<0x78>());  // 4..7: words 3..6
   rotate9<8>(w, Bytes{load_control(kTaps9Bytes.bit3)});  // 8: byte 14
-  for (int j = 0; j < 9; ++j) store_column(d[j], _mm256_shuffle_epi8(w[j], load_control(kTaps9Bytes.post[j])));
+  store_columns(w, kTaps9Bytes.post, d);
 }
 
 // pack_checked's fp16 watch inside the 16-bit kernels: the largest magnitude (v & 0x7FFF) of
@@ -459,14 +470,13 @@ NPUPACK_AI void block_u16_taps9(const char* s, DCur d, V::reg* largest = nullptr
   R w[9];
   for (int v = 0; v < 9; ++v) {
     const int q = (9 - v) % 9;  // v = 8q = -q (mod 9)
-    w[v] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * q)),
-                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 144 + 16 * q)));
+    w[v] = chunk(s, s + 144, q);
     if (largest) *largest = watch_halves(*largest, w[v]);
   }
   rotate9<1>(w, Words<0xAA>());  // amounts 1, 3, 5, 7
   rotate9<2>(w, Words<0xCC>());  // 2, 3, 6, 7
   rotate9<4>(w, Words<0xF0>());  // 4..7
-  for (int j = 0; j < 9; ++j) store_column(d[j], _mm256_shuffle_epi8(w[j], load_control(kTaps9Halves.post[j])));
+  store_columns(w, kTaps9Halves.post, d);
 }
 
 // run_u8<9> for rows back to back (in.stride == 9) and run_u16<9> for 16 rows and more back to
