@@ -305,13 +305,15 @@ def test_prune_axis_ties_and_errors():
 @pytest.mark.parametrize("es", [1, 2])
 def test_every_compaction_kernel_agrees_with_the_reference(path, es):
     """Each kernel (the CPU picks one; the others are forced here) on lengths around its step
-    sizes (the AVX2 step is 64 bytes: 64 int8 or 32 fp16 elements), dense, sparse and mixed
-    runs, and DATA buffers from exactly large enough (the SIMD steps stop up to 64 bytes early
-    and leave the rest to the scalar loop) to one byte short."""
+    sizes (the AVX2 step is 64 bytes: 64 int8 or 32 fp16 elements; its pipeline holds three
+    steps, so 2..5 steps exercise its start and both ends), dense, sparse and mixed runs, and
+    DATA buffers from exactly large enough (the SIMD steps stop up to 64 bytes early and leave
+    the rest to the scalar loop) to one byte short."""
     from npupack import _core
 
     rng = np.random.default_rng(es)
-    for n in (0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 1000, 4099):
+    for n in (0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 191, 192, 193, 200, 256, 320, 1000,
+                  4099):
         for frac in (0.0, 0.3, 0.9, 1.0):
             v = rng.integers(1, 2**(8 * es), size=n)
             v[rng.random(n) < frac] = 0
