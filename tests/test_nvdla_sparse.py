@@ -336,3 +336,41 @@ def test_every_compaction_kernel_agrees_with_the_reference(path, es):
                 ref_counts = [np.count_nonzero(v[g:g + group]) for g in range(0, n, group)]
                 assert written == need and counts.tolist() == ref_counts, (n, frac, group)
                 assert np.array_equal(data, data_ref[:need]) and np.array_equal(wmb[:-(-n // 8)], wmb_ref[:-(-n // 8)])
+
+
+@pytest.mark.parametrize("es", [1, 2])
+def test_encode_pads_every_surface_and_checks_its_buffers(es):
+    """sparse_encode (the C++ pass behind compress_weights) writes the padding itself: buffers
+    filled with 0xAA come back equal to the NumPy reference's padded surfaces, with the same
+    0xAA past each surface's end; a buffer too small for its surface or padding is an error."""
+    from npupack import _core
+
+    rng = np.random.default_rng(7)
+    for n, group in ((0, 8), (1, 8), (100, 24), (1000, 136), (1000, 7), (5000, 1000)):
+        v = rng.integers(1, 2**(8 * es), size=n)
+        v[rng.random(n) < 0.6] = 0
+        stream = v.astype(np.uint8 if es == 1 else np.uint16).view(np.uint8)
+        data_ref, wmb_ref, wgs_ref = ref.compress_numpy(stream, es, group)
+        wmb = np.full(wmb_ref.size + 5, 0xAA, np.uint8)
+        data = np.full(max(n * es, 128) + 200, 0xAA, np.uint8)
+        wgs = np.full(wgs_ref.size + 5, 0xAA, np.uint8)
+        written = _core.sparse_encode(stream, n, es, group, wmb[:-5], data, wgs[:-5], 128)
+        assert written == np.count_nonzero(v) * es
+        assert np.array_equal(data[:data_ref.size], data_ref), (n, group)
+        assert np.array_equal(wmb[:-5], wmb_ref) and np.array_equal(wgs[:-5], wgs_ref), (n, group)
+        assert (wmb[-5:] == 0xAA).all() and (wgs[-5:] == 0xAA).all()
+        if n:
+            with pytest.raises(LayoutError, match="WGS buffer too small"):
+                _core.sparse_encode(stream, n, es, group, wmb, data, wgs[:4 * -(-n // group) - 1], 128)
+            with pytest.raises(LayoutError, match="wmb too small"):
+                _core.sparse_encode(stream, n, es, group, wmb[:-(-n // 8) - 1], data, wgs, 128)
+        with pytest.raises(LayoutError, match="too small"):
+            _core.sparse_encode(stream, n, es, group, wmb, data[:data_ref.size - 1], wgs, 128)
+
+
+def test_wgs_entries_use_all_four_bytes():
+    """A kernel group with 16 MiB + 2 bytes of non-zero data: its WGS entry's top byte is 1."""
+    n = (1 << 23) + 1
+    stream = np.ones(n, np.uint16).view(np.uint8)
+    _, _, wgs = compress_weights(stream, precision="fp16", kernel_group_elements=n)
+    assert wgs[:4].view("<u4")[0] == 2 * n == 0x01000002

@@ -168,6 +168,22 @@ void bind_weights(py::module_& m) {
       py::arg("path") = "auto",
       "sparse_compress and the non-zero elements per kernel group: (DATA bytes written, counts)");
   m.def(
+      "sparse_encode",
+      [](const py::array& stream, int64_t n, int es, int64_t group_elems, py::array wmb, py::array data, py::array wgs,
+         int64_t align) {
+        if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
+        if (align < 1) throw LayoutError("sparse_encode: align must be >= 1");
+        const CompressArgs a(stream, n, es, wmb, data, "auto", "sparse_encode");
+        uint8_t* g = writable(wgs, "wgs");
+        const int64_t wmb_size = wmb.nbytes(), wgs_size = wgs.nbytes();
+        py::gil_scoped_release release;
+        return npupack::sparse_encode(a.s, n, a.es, group_elems, a.w, wmb_size, a.d, a.cap, g, wgs_size, align);
+      },
+      py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("group_elems"), py::arg("wmb"), py::arg("data"),
+      py::arg("wgs"), py::arg("align"),
+      "The padded WMB, DATA and WGS surfaces (nvdla.md 11.1) in the given buffers; returns the DATA bytes "
+      "written (without padding)");
+  m.def(
       "sparse_group_popcount",
       [](const py::array& wmb, int64_t n, int64_t group_elems) {
         if (n < 0 || wmb.nbytes() * 8 < n) throw LayoutError("sparse: the WMB holds fewer than n bits");

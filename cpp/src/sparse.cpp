@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "npupack/cpu.hpp"
 #include "npupack/errors.hpp"
@@ -212,10 +213,12 @@ __attribute__((target("avx2,popcnt"), always_inline)) inline int64_t store_step(
 // iteration they filled the schedulers with waiting operations and the loop ran at the latency
 // of a step (~22 cycles per 64 bytes at 50 % zeros on Zen 3). Two steps ahead they are ready
 // when issued. The pipeline, the shift in `before` and 8-byte table rows took (512,512,3,3) at
-// 50 % zeros from 270 to 205 us (int8) and 362 to 297 us (fp16), best of runs; dense streams
-// are unchanged (one predictable branch skips the controls). A step runs only while 64 bytes of
-// capacity remain. The three buffers never overlap (__restrict): without it every store to
-// DATA or WMB would order the following loads of the stream behind it.
+// 50 % zeros from 270 to 206 us (int8) and 362 to 305 us (fp16) on Zen 3, best of runs; dense
+// int8 is unchanged, dense fp16 ~10 % slower (one predictable branch skips the controls; still
+// ~0.8x memcpy). Joining each 16 bytes' two compacted halves by a second shuffle (one store per
+// 16 bytes instead of two) was slower, done either here or with the controls. A step runs
+// only while 64 bytes of capacity remain. The three buffers never overlap (__restrict): without
+// it every store to DATA or WMB would order the following loads of the stream behind it.
 template <int es>
 __attribute__((target("avx2,popcnt"))) int64_t compress_avx2(const uint8_t* __restrict s, int64_t n,
                                                              uint8_t* __restrict wmb, uint8_t* __restrict data,
@@ -356,6 +359,33 @@ int64_t sparse_compress_groups(const uint8_t* stream, int64_t n, int es, int64_t
     pos += written;
   }
   return pos;
+}
+
+int64_t sparse_encode(const uint8_t* stream, int64_t n, int es, int64_t group_elems, uint8_t* wmb, int64_t wmb_size,
+                      uint8_t* data, int64_t data_cap, uint8_t* wgs, int64_t wgs_size, int64_t align, KernelPath path) {
+  const int64_t groups = n == 0 ? 0 : (n - 1) / group_elems + 1;
+  if (wmb_size < (n + 7) / 8) throw LayoutError("sparse_encode: WMB buffer too small");
+  if (wgs_size / 4 < groups) throw LayoutError("sparse_encode: WGS buffer too small");
+  std::vector<int64_t> counts(static_cast<size_t>(groups));
+  const int64_t written = sparse_compress_groups(stream, n, es, group_elems, wmb, data, data_cap, counts.data(), path);
+  const int64_t padded = written <= align ? align : (written + align - 1) / align * align;
+  if (padded > data_cap) throw LayoutError("sparse_encode: DATA buffer too small for its padding");
+  std::memset(data + written, 0, static_cast<size_t>(padded - written));
+  std::memset(wmb + (n + 7) / 8, 0, static_cast<size_t>(wmb_size - (n + 7) / 8));
+  for (int64_t g = 0; g < groups; ++g) {
+    if (counts[g] * es > int64_t{0xFFFFFFFF}) {
+      throw LayoutError("kernel_group_elements: a kernel group holds " + std::to_string(counts[g] * es) +
+                        " bytes of non-zero data, more than a 32-bit WGS entry counts");
+    }
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint32_t bytes = static_cast<uint32_t>(counts[g] * es);
+    const uint8_t le[4] = {static_cast<uint8_t>(bytes), static_cast<uint8_t>(bytes >> 8),
+                           static_cast<uint8_t>(bytes >> 16), static_cast<uint8_t>(bytes >> 24)};
+    std::memcpy(wgs + 4 * g, le, 4);
+  }
+  std::memset(wgs + 4 * groups, 0, static_cast<size_t>(wgs_size - 4 * groups));
+  return written;
 }
 
 namespace {

@@ -409,7 +409,7 @@ def compress_numpy(stream: np.ndarray, es: int, group_elems: int):
     wgs = (np.add.reduceat(mask, np.arange(0, elems.size, group_elems), dtype=np.int64) * es).astype("<u4")
 
     def pad(b):
-        size = max(128, -(-b.size // 128) * 128)
+        size = max(128, -(-b.nbytes // 128) * 128)
         return np.concatenate([b.view(np.uint8), np.zeros(size - b.nbytes, np.uint8)])
 
     return pad(data), pad(wmb), pad(wgs)

@@ -171,32 +171,22 @@ def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_eleme
 
 
 def _compress(raw: np.ndarray, es: int, group: int, out=None, counts=None) -> dict:
-    """One pass: WMB and DATA together, then the group counts from the WMB. Without ``out`` the
-    DATA buffer is allocated for the worst case (every element non-zero; untouched pages cost
-    nothing) and ``weight`` is its first ``data_bytes``; with ``out`` the non-zeros are counted
-    first (or ``counts``, already known, are used) so that ``out`` is checked before anything is
-    written."""
+    """One pass in C++: WMB and DATA together, the group counts into WGS, every surface's
+    padding. Without ``out`` the DATA buffer is allocated for the worst case (every element
+    non-zero; untouched pages cost nothing) and ``weight`` is its first ``data_bytes``; with
+    ``out`` the non-zeros are counted first (or ``counts``, already known, are used) so that
+    ``out`` is checked before anything is written."""
     n = raw.size // es
-    groups = -(-n // group)
-    wmb_bytes, wgs_bytes = _surface(-(-n // 8)), _surface(4 * groups)
     if out is None:
         data = np.empty(_surface(n * es), dtype=np.uint8)
     else:
         if counts is None:
             counts = _core.sparse_count(raw, n, es, group)
         data = check_out(out, _surface(int(counts.sum()) * es))
-    wmb = np.empty(wmb_bytes, dtype=np.uint8)
-    written, counts = _core.sparse_compress_groups(raw, n, es, group, wmb, data)
-    wmb[-(-n // 8):] = 0
-    data_bytes = _surface(written)
-    data = data[:data_bytes]
-    data[written:] = 0
-    if groups and int(counts.max()) * es > 0xFFFFFFFF:
-        raise LayoutError(f"kernel_group_elements: a kernel group holds {int(counts.max()) * es} bytes of non-zero "
-                          "data, more than a 32-bit WGS entry counts")
-    wgs = np.zeros(wgs_bytes // 4, dtype="<u4")
-    np.multiply(counts, es, out=wgs[:groups], casting="unsafe")
-    return dict(weight=data, wmb=wmb, wgs=wgs.view(np.uint8), nonzero=written // es)
+    wmb = np.empty(_surface(-(-n // 8)), dtype=np.uint8)
+    wgs = np.empty(_surface(4 * -(-n // group)), dtype=np.uint8)
+    written = _core.sparse_encode(raw, n, es, group, wmb, data, wgs, SURFACE_ALIGNMENT)
+    return dict(weight=data[:_surface(written)], wmb=wmb, wgs=wgs, nonzero=written // es)
 
 
 def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mode, uncompressed_bytes: int,
