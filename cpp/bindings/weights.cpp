@@ -51,8 +51,8 @@ void check_stream(const py::array& stream, int64_t n, int es) {
   if (n < 0 || stream.nbytes() < n * es) throw LayoutError("sparse: the stream is shorter than n elements");
 }
 
-// The checked arguments of the compaction bindings (sparse_compress, sparse_compress_groups):
-// sizes and flags checked before anything is written.
+// The checked arguments of the compaction bindings (sparse_compress, sparse_compress_groups,
+// sparse_encode): sizes and flags checked before anything is written.
 struct CompressArgs {
   npupack::KernelPath kernel;
   int es;

@@ -174,9 +174,10 @@ __attribute__((target("avx2,popcnt"), always_inline)) inline void step_controls(
 }
 
 // Writes the WMB bits and the kept elements of the step at p to d; returns the DATA bytes
-// written. Each 16-byte quarter is compacted by one shuffle and stored whole (halves) or as two 8-byte halves
-// (bytes) at the popcount of the mask below it, so the stores of a step do not wait on each
-// other. Stores run past the kept bytes into bytes the next store overwrites: up to 64 bytes.
+// written. Each 16-byte quarter is compacted by one shuffle and stored whole (halves) or as two
+// 8-byte halves (bytes) at the popcount of the mask below it, so the stores of a step do not
+// wait on each other. Stores run past the kept bytes into bytes the next store overwrites: up
+// to 64 bytes.
 template <int es>
 __attribute__((target("avx2,popcnt"), always_inline)) inline int64_t store_step(const uint8_t* p, uint64_t keep,
                                                                                const __m256i* c, uint8_t* wmb_at,
@@ -372,7 +373,7 @@ int64_t sparse_encode(const uint8_t* stream, int64_t n, int es, int64_t group_el
   if (padded > data_cap) throw LayoutError("sparse_encode: DATA buffer too small for its padding");
   std::memset(data + written, 0, static_cast<size_t>(padded - written));
   std::memset(wmb + (n + 7) / 8, 0, static_cast<size_t>(wmb_size - (n + 7) / 8));
-  for (int64_t g = 0; g < groups; ++g) {
+  for (int64_t g = 0; g < groups; ++g) {  // every entry checked before WGS is written
     if (counts[g] * es > int64_t{0xFFFFFFFF}) {
       throw LayoutError("kernel_group_elements: a kernel group holds " + std::to_string(counts[g] * es) +
                         " bytes of non-zero data, more than a 32-bit WGS entry counts");

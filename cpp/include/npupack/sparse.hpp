@@ -28,9 +28,10 @@ int64_t sparse_compress_groups(const uint8_t* stream, int64_t n, int es, int64_t
 // The three surfaces of one stream, padded (nvdla.md 11.1): sparse_compress_groups into wmb and
 // data, then WMB zero from byte ceil(n/8) to wmb_size, DATA zero from the bytes written to
 // round_up(written, align) (at least align; data_cap must hold it), and WGS the LE uint32 byte
-// count of each kernel group, then zero to wgs_size. Throws LayoutError when wmb, data or wgs is
-// too small (before writing to it) or a group holds 4 GiB or more of data (WGS is not written).
-// Returns the DATA bytes written (without the padding).
+// count of each kernel group, then zero to wgs_size. Throws LayoutError when wmb or wgs is too
+// small (before anything is written), when data cannot hold the kept elements or their padding
+// (nothing is written past data_cap), or when a group holds 4 GiB or more of data (WGS is not
+// written). Returns the DATA bytes written (without the padding).
 int64_t sparse_encode(const uint8_t* stream, int64_t n, int es, int64_t group_elems, uint8_t* wmb, int64_t wmb_size,
                       uint8_t* data, int64_t data_cap, uint8_t* wgs, int64_t wgs_size, int64_t align,
                       KernelPath path = KernelPath::kAuto);
