@@ -6,7 +6,10 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# A long property-based run for maintainers: NPUPACK_HYPOTHESIS_PROFILE=soak (1000 examples per
+# property instead of 60).
+settings.register_profile("soak", max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("NPUPACK_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture

@@ -2,13 +2,14 @@
 the worked examples, every supported format against the 3.2 reference on shapes with tails,
 transcribed OpenCL index functions, and oneDNN's reorder as a real peer."""
 import itertools
+import math
 import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import npupack
@@ -44,8 +45,9 @@ def engine_shape(info, shape):
     return shape[:3] + (shape[3] * shape[4],) if "yx" in info.layout.logical else shape
 
 
-def boundary_shapes(info):
-    """Every blocked (or aligned) dim across 1..2x its block (tails included); others small."""
+def blocked_extents(info):
+    """(the block or alignment of each logical dim, whether y and x are merged, the logical dims the
+    caller shapes: y and x apart for yx-merged formats)."""
     lay = info.layout
     total = {d: 1 for d in lay.logical}
     for t in lay.tiles:
@@ -53,7 +55,12 @@ def boundary_shapes(info):
     for d, n in lay.align:
         total[d] = max(total[d], n)
     merged = "yx" in lay.logical
-    logical = list(lay.logical[:3]) + ["y", "x"] if merged else list(lay.logical)
+    return total, merged, list(lay.logical[:3]) + ["y", "x"] if merged else list(lay.logical)
+
+
+def boundary_shapes(info):
+    """Every blocked (or aligned) dim across 1..2x its block (tails included); others small."""
+    total, merged, logical = blocked_extents(info)
     options = []
     for d in logical:
         T = total.get(d, 1)
@@ -171,6 +178,41 @@ def test_every_format_on_boundary_shapes(info):
         assert np.array_equal(buf, expected), shape
         assert buf.size == ov.nbytes(info.name, shape, np.int8)
         assert np.array_equal(ov.unpack(buf, info.name, shape, np.int8, check_padding=True), x)
+
+
+def random_shape(info, data):
+    """A hypothesis-drawn logical shape: each blocked (or aligned) dim a whole number of blocks, one
+    element either side of one, or any size up to 3x its block (so that the fast kernels' row
+    counts, 16, 32 and more, are reached); the others small, 3x3 taps favoured; yx-merged formats
+    keep o and i at 1 as in boundary_shapes. At most 150k elements."""
+    total, merged, logical = blocked_extents(info)
+    shape = []
+    for d in logical:
+        T = total.get(d, 1)
+        if merged and d in ("o", "i"):
+            shape.append(1)
+        elif T > 1:
+            # Whole blocks (the kernels' row counts: 16, 32 ...) and tails next to them, or any size.
+            sizes = st.sampled_from(sorted({T - 1, T, T + 1, 2 * T, 2 * T + 1} - {0})) | st.integers(1, 3 * T)
+            shape.append(data.draw(sizes, label=d))
+        else:
+            small = 3 if len(logical) > 5 or d in "bgoi" else 7
+            shape.append(data.draw(st.sampled_from([1, 3]) | st.integers(1, small), label=d))
+    assume(math.prod(shape) <= 150_000)
+    return tuple(shape)
+
+
+@given(st.sampled_from(SUPPORTED), st.data(), st.sampled_from([np.int8, np.uint8, np.float16, np.float32, np.float64]))
+def test_every_format_on_random_shapes(info, data, dtype):
+    """Every supported format (data, weights, grouped, swizzled) on drawn shapes and dtypes: equal
+    to the reference byte for byte through a dirty, misaligned ``out``, and unpacked back."""
+    shape = random_shape(info, data)
+    x = np.random.default_rng(math.prod(shape)).integers(1, 100, shape).astype(dtype)
+    n = ov.nbytes(info.name, shape, dtype)
+    out = np.full(n + 1, 0xA5, np.uint8)[1:]
+    got = ov.pack(x, info.name, out=out)
+    assert np.array_equal(got, ref_pack(info, x.reshape(engine_shape(info, shape)))), shape
+    assert np.array_equal(ov.unpack(got, info.name, shape, dtype, check_padding=True), x), shape
 
 
 DOUBLE_BLOCKED = [f for f in SUPPORTED if len(f.layout.logical) == 4 and "yx" not in f.layout.logical
