@@ -127,10 +127,57 @@ def test_pad_value_and_out_and_noncontiguous(rng):
      LayoutError, "31 bytes"),
     (lambda: npupack.unpack(np.zeros(10, np.uint8), "NCHW16c", (1, 17, 1, 1), np.int8), LayoutError, "needs 32"),
     (lambda: Layout.parse("NCHW16c").nbytes((2**40, 2**40, 2**40, 1), np.int8), LayoutError, "overflow"),
+    (lambda: npupack.unpack(np.zeros(64, np.uint8), "NCHW16c", (1, 2.5, 1, 1), np.int8), TypeError,
+     "shape: dimensions must be integers"),
+    (lambda: npupack.unpack(np.zeros(64, np.uint8), "NCHW16c", 4, np.int8), TypeError, "shape: expected a sequence"),
+    (lambda: npupack.unpack(np.zeros(64, np.uint8), "NCHW16c", (1, 2, 1, 1), "int9"), TypeError,
+     "dtype: 'int9' is not a NumPy dtype"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.int8), "NCHW16c", pad_value="7"), TypeError, "pad_value: expected"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.int8), "NCHW16c", pad_value=[7]), TypeError, "pad_value: expected"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.int8), "NCHW16c", pad_value=128), ValueError,
+     "pad_value: 128 does not fit int8"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.uint16), "NCHW16c", pad_value=-1), ValueError,
+     "pad_value: -1 does not fit uint16"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.int16), "NCHW16c", pad_value=1.5), ValueError, "not an integer"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.int16), "NCHW16c", pad_value=np.nan), ValueError,
+     "not an integer"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.float16), "NCHW16c", pad_value=1e5), ValueError,
+     "overflows float16"),
+    (lambda: npupack.pack(np.zeros((1, 1, 1, 1), np.float32), "NCHW16c", pad_value=1j), TypeError,
+     "real number for float32"),
 ])
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("dtype, pad_value, expected", [
+    (np.int8, -128, -128), (np.int8, 2.0, 2), (np.uint8, 255, 255), (np.int16, np.int64(-300), -300),
+    (np.uint64, 2**64 - 1, 2**64 - 1), (np.float16, np.inf, np.inf), (np.float16, -0.0, -0.0),
+    (np.float16, 1e-9, 0.0), (np.float32, 0.1, np.float32(0.1)), (np.float64, np.nan, np.nan),
+    (np.complex64, 1 + 2j, 1 + 2j), (np.bool_, True, True)])
+def test_pad_value_is_stored_exactly(dtype, pad_value, expected):
+    """Every pad value an element can hold is stored as that element (a float 2.0 for an int8
+    tensor is 2; -0.0 keeps its sign; a float too small for fp16 rounds to zero like any
+    element conversion); values it cannot hold are errors (test_bad_input)."""
+    x = np.zeros((1, 1, 1, 1), dtype)
+    got = npupack.unpack(npupack.pack(x, "NCHW", pad_lo=(0, 1, 0, 0), pad_value=pad_value), "NCHW", (1, 2, 1, 1),
+                         dtype)[0, 0, 0, 0]
+    assert np.array_equal(got, np.asarray(expected, dtype), equal_nan=dtype not in (np.complex64, np.bool_))
+    if dtype is np.float16:
+        assert np.signbit(got) == np.signbit(expected)
+
+
+def test_float_dimensions_are_errors_even_after_their_integer_twin():
+    """Descriptors are cached by shape, and 3.0 == 3 as a dict key: the cache must not let a
+    float dimension through once the integer shape has been seen."""
+    lay = Layout.parse("NCHW16c")
+    lay.bind((1, 3, 2, 2), np.int8)
+    with pytest.raises(TypeError, match="shape: dimensions must be integers"):
+        lay.bind((1, 3.0, 2, 2), np.int8)
+    npupack.unpack(np.zeros(64, np.uint8), lay, (1, 3, 2, 2), np.int8)
+    with pytest.raises(TypeError, match="shape: dimensions must be integers"):
+        npupack.unpack(np.zeros(64, np.uint8), lay, (1, 3.0, 2, 2), np.int8)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.float32])

@@ -51,6 +51,19 @@ def test_worked_examples():
     assert hz.aligned_shape((1, 3, 212, 212), "U16", layout="NCHW", rule="j6-example") == (1, 3, 224, 224)
 
 
+@pytest.mark.parametrize("hb, np_name", [("S8", "int8"), ("U8", "uint8"), ("S16", "int16"), ("U16", "uint16"),
+                                          ("F16", "float16"), ("S32", "int32"), ("F32", "float32"),
+                                          ("U64", "uint64"), ("F64", "float64")])
+def test_type_names(hb, np_name):
+    """A dtype given as an hbDNNDataType name, a NumPy name or a NumPy type means the same element:
+    "S8" is a signed byte, not NumPy's 8-byte string, and "U8" an unsigned byte, not unicode."""
+    es = np.dtype(np_name).itemsize
+    for t in (hb, "HB_DNN_TENSOR_TYPE_" + hb, np_name, np.dtype(np_name)):
+        assert hz.strides((2, 3), t) == (3 * es, es)
+        assert hz.aligned_shape((1, 1, 1, 100), t, role="output") == \
+            hz.aligned_shape((1, 1, 1, 100), np.dtype(np_name), role="output")
+
+
 def test_s100_y_uv_strides():
     y = np.random.default_rng(2).integers(0, 255, (1, 220, 220, 1)).astype(np.uint8)
     buf = hz.pad(y, stride=(49280, 224, 1, 1))
@@ -119,6 +132,11 @@ def test_quantisation():
     (lambda: hz.aligned_shape((1, 2, 3, 4), np.int8, layout="NONE"), UnsupportedError, "NHWC and NCHW"),
     (lambda: hz.aligned_shape((1, 2, 3, 4), np.int8, rule="j9"), ValueError, "unknown alignment rule"),
     (lambda: hz.aligned_shape((1, 2, 3, 4), np.int8, tensor_type="NV12"), UnsupportedError, "pack_nv12"),
+    (lambda: hz.aligned_shape((1, 2, 3, 4), "int9"), ValueError, "dtype: 'int9' is neither"),
+    (lambda: hz.aligned_shape((1, 2, 3, 4), np.int8, tensor_type="Q8"), ValueError, "tensor_type: 'Q8'"),
+    (lambda: hz.aligned_shape((1, 2, 3, 4), np.complex64), TypeError, "dtype: .*complex64"),
+    (lambda: hz.strides((2, 3), object), TypeError, "dtype: .*object"),
+    (lambda: hz.nbytes((2, 3), 5, stride=(3, 1)), TypeError, "dtype: 5"),
     (lambda: hz.pad(np.zeros((1, 2, 2, 3), np.int8), stride=(12, 6, 3, -1)), LayoutError, "negative"),
     (lambda: hz.pad(np.zeros((1, 2, 2, 3), np.int8), stride=(12, 6, 2, 1)), LayoutError, "overlaps"),
     (lambda: hz.pad(np.zeros((1, 2, 2, 3), np.int8), stride=(12, 6, 3)), LayoutError, "3 entries"),

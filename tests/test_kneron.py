@@ -206,6 +206,11 @@ def test_out_buffer_and_firmware_codes():
     (lambda: kn.pack(np.zeros((3, 2, 5), np.int8), "NOPE", chip="kl720"), ValueError, "unknown Kneron data layout"),
     (lambda: kn.quantize(np.ones((1, 3)), radix=[1, 2], scale=1.0), ValueError, "axis"),
     (lambda: kn.quantize(np.ones((1, 3)), radix=[1, 2], scale=1.0, axis=1), ValueError, "size 3"),
+    (lambda: kn.unpack(np.zeros(96, np.uint8), "16W1C8B", (3, 2.0, 5), chip="kl720"), TypeError,
+     "shape: dimensions must be integers"),
+    (lambda: kn.unpack(np.zeros(96, np.uint8), "16W1C8B", (1, 3, 2, 5.5), chip="kl730", stride_npu=[96, 32, 16, 1]),
+     TypeError, "shape: dimensions must be integers"),
+    (lambda: kn.predict_stride_npu((1, 3, 2, "5"), "16W1C8B"), TypeError, "shape: dimensions must be integers"),
 ])
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):

@@ -129,6 +129,19 @@ def test_conversion_equations():
     (lambda: convert_pixel_precision(np.zeros((1, 1, 4), np.float16), "T_A16B16G16R16_F", "int8"), UnsupportedError,
      "fp16 only"),
     (lambda: unpack_pixels((np.zeros(32, np.uint8),), "T_Y8___U8V8_N444", (1, 1)), LayoutError, "2 planes"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", truncate=64), ValueError, "0..63"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", truncate=1.5), TypeError,
+     "truncate: expected an integer"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", scale=2.5), TypeError,
+     "scale: expected an integer"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", scale=[1, 2]), TypeError,
+     "scale: expected an integer"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", scale=40000), ValueError,
+     "D_CVT_SCALE"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1, 4), np.uint8), "T_A8B8G8R8", "int8", offset=[1, 2, 3, 40000]),
+     ValueError, "offset: must be in -32768..32767"),
+    (lambda: convert_pixel_precision(np.zeros((1, 1, 4), np.uint8), "T_A8B8G8R8", "int8", offset=[0.5] * 4),
+     TypeError, "offset: expected an integer or one integer per component"),
 ])
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):

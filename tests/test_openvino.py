@@ -530,6 +530,13 @@ def test_onednn_padding_equals_padded_tensor(onednn):
     (lambda: ov.unpack(np.full(64, 9, np.uint8), "b_fs_yx_fsv16", (1, 1, 2, 2), np.int8, check_padding=True),
      LayoutError, "is padding"),
     (lambda: ov.pack(np.zeros((1, 1, 1, 1)), "os_is_yx_osv32_isv2"), UnsupportedError, "int4"),
+    (lambda: ov.unpack(np.zeros(64, np.uint8), "b_fs_yx_fsv16", (1, 1.0, 2, 2), np.int8), TypeError,
+     "shape: dimensions must be integers"),
+    (lambda: ov.nbytes("b_fs_yx_fsv16", (1, 3.5, 2, 2), np.int8), TypeError, "shape: dimensions must be integers"),
+    (lambda: ov.unpack(np.zeros(64, np.uint8), "b_fs_yx_fsv16", (1, 1, 2, 2), "half-float"), TypeError,
+     "dtype: 'half-float'"),
+    (lambda: ov.pack(np.zeros((1, 1, 1, 1), np.uint8), "b_fs_yx_fsv16", pad_value=-1), ValueError,
+     "pad_value: -1 does not fit uint8"),
 ])
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):

@@ -17,15 +17,16 @@ Offsets follow spec/openvino.md 3.2 (padding before blocking, mixed-radix digits
 from __future__ import annotations
 
 import math
-
+import operator
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional, Sequence
 
 import numpy as np
 
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, check_out
+from npupack.layout import BlockedLayout, Dim, check_dims, check_out
 
 __all__ = ["Tile", "Layout", "pack", "unpack"]
 
@@ -245,15 +246,10 @@ class Layout:
         return out
 
     def _padding(self, shape, pad_lo, pad_hi):
-        shape = tuple(shape)
+        shape = check_dims(shape, "shape")
         if len(shape) != self.rank:
             raise LayoutError(f"shape: {shape} has {len(shape)} dimensions, layout {self} has {self.rank} "
                               f"({', '.join(self.logical)})")
-        for v in shape:
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"shape: dimensions must be integers, got {shape}")
-            if v < 1:
-                raise LayoutError(f"shape: every dimension must be >= 1, got {shape}")
         pads = []
         for name, p in (("pad_lo", pad_lo), ("pad_hi", pad_hi)):
             p = (0,) * self.rank if p is None else tuple(p)
@@ -271,7 +267,8 @@ class Layout:
         Descriptors are cached per (layout, shape, dtype, padding): packing the same shape again
         costs a dictionary lookup."""
         try:
-            key = (self, tuple(shape), np.dtype(dtype), None if pad_lo is None else tuple(pad_lo),
+            # operator.index: a float dimension must not hit the entry of its integer twin (it is an error).
+            key = (self, tuple(map(operator.index, shape)), np.dtype(dtype), None if pad_lo is None else tuple(pad_lo),
                    None if pad_hi is None else tuple(pad_hi))
             hit = _BIND_CACHE.get(key)
         except TypeError:  # unhashable arguments: validated (and reported) below
@@ -380,16 +377,26 @@ _BIND_CACHE: dict = {}
 _PACKABLE_KINDS = "biufc"
 
 
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> Layout:
+    # Layouts are immutable: pack(x, "NCHW16c") in a loop parses the text once (parsing cost
+    # three times the rest of a small call). Errors are not cached and are raised every time.
+    return Layout.parse(text)
+
+
 def _as_layout(layout) -> Layout:
     if isinstance(layout, Layout):
         return layout
     if isinstance(layout, str):
-        return Layout.parse(layout)
+        return _parsed(layout)
     raise TypeError(f"layout: expected a npupack.Layout or its text, got {type(layout).__name__}")
 
 
 def _check_dtype(dtype, what: str) -> np.dtype:
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: {dtype!r} is not a NumPy dtype") from None
     if dtype.kind not in _PACKABLE_KINDS or dtype.itemsize not in (1, 2, 4, 8):
         raise TypeError(f"{what}: dtype {dtype} cannot be packed; use a numeric dtype of 1, 2, 4 or 8 bytes")
     return dtype
@@ -423,7 +430,11 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
     Raises
     ------
     TypeError
-        A non-numeric dtype; ``out`` not uint8; ``layout`` of the wrong type.
+        A non-numeric dtype; ``out`` not uint8; ``layout`` of the wrong type; a ``pad_value``
+        that is not a number.
+    ValueError
+        A ``pad_value`` that x's dtype cannot hold as given (a fraction or out of range for an
+        integer dtype, an overflow for a float one): it is stored, never rounded or wrapped.
     LayoutError
         Bad layout text; ``x.ndim`` != the layout's rank; negative padding; ``out`` too small,
         read-only or sharing memory with ``x``; size overflow.

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import Dim, check_out, little_endian, strided_layout
+from npupack.layout import Dim, check_dims, check_out, little_endian, strided_layout
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
            "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12", "unpack_nv12",
@@ -68,15 +68,23 @@ def _rule(rule) -> AlignmentRule:
         raise ValueError(f"rule: unknown alignment rule {rule!r}; registered: {sorted(ALIGNMENT_RULES)}") from None
 
 
-def _elem_size(tensor_type) -> int:
-    if isinstance(tensor_type, str):
-        key = tensor_type.upper().replace("TENSOR_TYPE_", "").replace("HB_DNN_", "")
+def _elem_size(value, arg: str = "dtype") -> int:
+    # hbDNNDataType names first: NumPy would read "S8" as an 8-byte string and "U8" as unicode.
+    if isinstance(value, str):
+        key = value.upper().replace("TENSOR_TYPE_", "").replace("HB_DNN_", "")
         if key in ("S4", "U4"):
-            raise UnsupportedError(f"tensor_type: {tensor_type} (4-bit) tensors are not supported (horizon.md 2)")
+            raise UnsupportedError(f"{arg}: {value} (4-bit) tensors are not supported (horizon.md 2)")
         if key in ELEMENT_SIZE:
             return ELEMENT_SIZE[key]
-        raise ValueError(f"tensor_type: unknown hbDNNDataType name {tensor_type!r}; known: {sorted(ELEMENT_SIZE)}")
-    return np.dtype(tensor_type).itemsize
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in "iuf":
+        kind = ValueError if isinstance(value, str) else TypeError
+        raise kind(f"{arg}: {value!r} is neither an hbDNNDataType name {sorted(ELEMENT_SIZE)} nor a NumPy integer "
+                   "or float dtype") from None
+    return dt.itemsize
 
 
 def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int:
@@ -126,20 +134,20 @@ def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "inpu
     UnsupportedError
         Rank != 4, layout NONE, 4-bit types, image types.
     ValueError
-        Unknown rule, role or type; dims < 1.
+        Unknown rule, role or type name; dims < 1.
+    TypeError
+        ``dtype`` / ``tensor_type`` neither a type name nor a NumPy integer or float dtype.
     """
     if tensor_type is not None and str(tensor_type).upper().replace("HB_DNN_", "") in _IMAGE_TYPES:
         raise UnsupportedError(f"tensor_type: {tensor_type} images are laid out by row stride only; use pack_nv12 "
                                "(horizon.md 5)")
-    es = _elem_size(tensor_type if tensor_type is not None else dtype)
+    es = _elem_size(tensor_type, "tensor_type") if tensor_type is not None else _elem_size(dtype)
     layout = tensor_layout(layout)
     if role not in ("input", "output"):
         raise ValueError(f"role: 'input' or 'output', got {role!r}")
-    a = [int(v) for v in valid_shape]
+    a = list(check_dims(valid_shape, "valid_shape"))
     if len(a) != 4:
         raise UnsupportedError(f"valid_shape: the rule is defined for 4-D tensors, got {len(a)} dims (horizon.md 4.2)")
-    if min(a) < 1:
-        raise ValueError(f"valid_shape: dims must be >= 1, got {tuple(a)}")
     r = _rule(rule)
 
     def bytes_aligned(e):
@@ -174,10 +182,11 @@ def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "inpu
 def strides(shape, dtype) -> tuple:
     """Row-major byte strides of ``shape`` (elements, any rank) for ``dtype`` (NumPy dtype or
     hbDNNDataType name): the strides of an alignedShape (horizon.md 3). Returns a tuple of ints,
-    bytes. Raises UnsupportedError for 4-bit types, ValueError for unknown type names."""
+    bytes. Raises UnsupportedError for 4-bit types, ValueError for unknown type names, TypeError
+    for a dtype that is not integer or float."""
     es = _elem_size(dtype)
     out, acc = [], es
-    for v in reversed([int(v) for v in shape]):
+    for v in reversed(check_dims(shape, "shape")):
         out.append(acc)
         acc *= v
     return tuple(reversed(out))
@@ -202,7 +211,7 @@ class TensorProperties:
 
 
 def _byte_strides(valid_shape, es, stride, aligned):
-    valid = tuple(int(v) for v in valid_shape)
+    valid = check_dims(valid_shape, "valid_shape")
     if stride is not None:
         st = tuple(int(v) for v in stride)
         if len(st) != len(valid):
@@ -211,7 +220,7 @@ def _byte_strides(valid_shape, es, stride, aligned):
             raise LayoutError(f"stride: {st} has a negative entry; replace the runtime's -1 (dynamic dims) with "
                               "actual byte strides first (horizon.md 6)")
     elif aligned is not None:
-        al = tuple(int(v) for v in aligned)
+        al = check_dims(aligned, "aligned_shape")
         if len(al) != len(valid) or any(a < v for a, v in zip(al, valid)):
             raise LayoutError(f"aligned_shape: {al} must have the rank of and be >= validShape {valid}")
         st = strides(al, np.dtype(f"u{es}") if es in (1, 2, 4, 8) else np.uint8)

@@ -9,6 +9,7 @@ entry into a low and a high byte entry (a C++ pass). Every byte without an eleme
 """
 from __future__ import annotations
 
+import operator
 from enum import IntEnum
 from typing import Optional
 
@@ -17,7 +18,7 @@ import numpy as np
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile
-from npupack.layout import Dim, check_out, little_endian, strided_layout
+from npupack.layout import Dim, check_dims, check_out, little_endian, strided_layout
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -217,7 +218,8 @@ def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
     """(DataLayout, chip, engine descriptor, engine shape, output bytes, scalar dtype); cached,
     because a model's tensors are re-laid out with the same parameters on every inference."""
     try:
-        key = (layout, tuple(shape), chip, None if stride_npu is None else tuple(stride_npu),
+        # operator.index: a float dimension must not hit the entry of its integer twin (it is an error).
+        key = (layout, tuple(map(operator.index, shape)), chip, None if stride_npu is None else tuple(stride_npu),
                None if stride_onnx is None else tuple(stride_onnx))
         hit = _PLANS.get(key)
     except TypeError:
@@ -237,6 +239,7 @@ _PLANS: dict = {}
 
 def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
     lay, chip = DataLayout.named(layout), _chip(chip)
+    shape = check_dims(shape, "shape")
     if lay == DataLayout.KP_UNKNOWN:
         raise ValueError("layout: UNKNOWN is not a layout")
     dtype = _scalar_dtype(lay)
@@ -246,7 +249,7 @@ def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
         return lay, chip, desc, eshape, desc.nbytes, dtype
     desc, n = _v2_descriptor(lay, shape, stride_npu, dtype, stride_onnx)
     total = -(-n // 16) * 32 if lay in _HIGHLOW else n * dtype.itemsize
-    return lay, chip, desc, tuple(int(v) for v in shape), total, dtype
+    return lay, chip, desc, shape, total, dtype
 
 
 def nbytes(layout, shape, *, chip: str, stride_npu=None) -> int:
@@ -428,7 +431,7 @@ def predict_stride_npu(shape, layout) -> tuple:
     implicitly. Raises ValueError for an unknown layout, LayoutError for a non-4-D shape of a
     blocked layout."""
     lay = DataLayout.named(layout)
-    shape = tuple(int(v) for v in shape)
+    shape = check_dims(shape, "shape")
     if len(shape) != 4:
         if lay.vendor_name.startswith(("RAW", "HW1C")):
             return _row_major(shape)

@@ -9,6 +9,7 @@ these descriptors handed to the same C++ engine. See DESIGN.md, "Dense layouts a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
@@ -130,11 +131,13 @@ class BlockedLayout:
         into a 1-D uint8 buffer of ``nbytes`` bytes (or the first ``nbytes`` bytes of ``out``),
         holes filled with ``pad_value``. ``reference=True`` uses the slow offset_of-per-element
         path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small,
-        read-only or sharing memory with ``x``; TypeError for an ``out`` that is not uint8."""
+        read-only or sharing memory with ``x``; TypeError for an ``out`` that is not uint8;
+        TypeError / ValueError for a ``pad_value`` that ``self.dtype`` cannot hold as given
+        (see :func:`pad_bytes`)."""
         buf = _out_buffer(out, self.nbytes)
         x = little_endian(np.asarray(x))
         # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).
-        pad = b"" if type(pad_value) is int and pad_value == 0 else np.asarray(pad_value, dtype=self.dtype).tobytes()
+        pad = pad_bytes(pad_value, self.dtype)
         self._core.pack(x, buf, pad, reference)
         return buf[: self.nbytes]
 
@@ -175,6 +178,61 @@ def little_endian(x: np.ndarray) -> np.ndarray:
 
 
 _HOST_LITTLE = np.dtype("=u2") == np.dtype("<u2")
+
+
+def check_dims(shape, name: str, note: str = "") -> tuple[int, ...]:
+    """``shape`` (any sequence) as a tuple of ints >= 1. Raises TypeError naming ``name`` for
+    anything but a sequence of integers (a float 3.0 is not a dimension: it would be truncated
+    silently elsewhere), LayoutError for a dimension < 1; ``note`` ends that message (a spec
+    reference). The rank is the caller's to check."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{name}: expected a sequence of integers, got {shape!r}") from None
+    for v in dims:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}: dimensions must be integers, got {dims}")
+        if v < 1:
+            raise LayoutError(f"{name}: every dimension must be >= 1, got {dims}{note}")
+    return tuple(int(v) for v in dims)
+
+
+def pad_bytes(value, dtype: np.dtype, name: str = "pad_value") -> bytes:
+    """The bytes of one element of ``dtype`` (little-endian) holding ``value``; b"" for a
+    Python 0 (the engine's zero fill). A pad value is stored, never rounded or wrapped:
+    TypeError for anything but a real (or, for complex dtypes, complex) scalar; ValueError
+    for a non-integer or out-of-range value for an integer dtype and for a finite value that
+    overflows a float dtype."""
+    if type(value) is int:
+        if value == 0:
+            return b""
+        if dtype.kind in "iu":  # the common nonzero case, without NumPy scalars (a tenth of the time)
+            lo, hi = _int_range(dtype)
+            if not lo <= value <= hi:
+                raise ValueError(f"{name}: {value!r} does not fit {dtype} elements ({lo}..{hi})")
+            return value.to_bytes(dtype.itemsize, "little", signed=dtype.kind == "i")
+    v = np.asarray(value)
+    allowed = "biufc" if dtype.kind == "c" else "biuf"
+    if v.ndim != 0 or v.dtype.kind not in allowed:
+        raise TypeError(f"{name}: expected a {'number' if dtype.kind == 'c' else 'real number'} for {dtype} "
+                        f"elements, got {value!r}")
+    if dtype.kind in "iub":
+        lo, hi = (0, 1) if dtype.kind == "b" else _int_range(dtype)
+        if v.dtype.kind == "f" and not (np.isfinite(v) and v == np.floor(v)):
+            raise ValueError(f"{name}: {value!r} is not an integer, and {dtype} elements hold integers")
+        if not lo <= int(v) <= hi:
+            raise ValueError(f"{name}: {value!r} does not fit {dtype} elements ({lo}..{hi})")
+    with np.errstate(over="ignore"):
+        cast = np.asarray(value, dtype=dtype)
+    if dtype.kind in "fc" and np.all(np.isfinite(v)) and not np.all(np.isfinite(cast)):
+        raise ValueError(f"{name}: {value!r} overflows {dtype} elements")
+    return cast.astype(dtype.newbyteorder("<")).tobytes()
+
+
+@lru_cache(maxsize=None)
+def _int_range(dtype: np.dtype) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def as_byte_buffer(buf, name: str) -> np.ndarray:

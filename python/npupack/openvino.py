@@ -21,6 +21,7 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile, _check_dtype
+from npupack.layout import check_dims
 from npupack.openvino_table import LEFT_OUT, ROWS
 
 __all__ = ["FormatInfo", "formats", "parse_format", "parse_name", "layout", "nbytes", "packed_shape",
@@ -182,7 +183,7 @@ def _prepare(name: str, shape, pad_lo, pad_hi):
     """Layout, engine shape and padding for a logical shape; applies the format's rules
     (fully-connected flattening, merged yx, where padding is allowed)."""
     lay = parse_format(name)
-    shape = tuple(int(v) for v in shape)
+    shape = check_dims(shape, "shape")
     nonzero = any(v for v in (pad_lo or ())) or any(v for v in (pad_hi or ()))
     if lay.rank == 2 and len(shape) in (4, 5):  # fully-connected: (N, C*H*W) / (K, C*R*S)
         if nonzero:
@@ -283,7 +284,10 @@ def pack(x, name: str, *, pad_lo=None, pad_hi=None, padding=None, pad_value=0, o
         Unknown name, rank mismatch, negative padding, ``out`` too small, read-only or
         sharing memory with ``x``, overflow.
     TypeError
-        Non-numeric dtype, ``out`` not uint8.
+        Non-numeric dtype, ``out`` not uint8, a ``pad_value`` that is not a number.
+    ValueError
+        A ``pad_value`` that x's dtype cannot hold as given (a fraction or out of range for an
+        integer dtype, an overflow for a float one): it is stored, never rounded or wrapped.
     """
     arr = x if type(x) is np.ndarray else np.asarray(x)
     if padding is None and pad_lo is None and pad_hi is None and type(name) is str:

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out, little_endian
+from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_dims, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
 
@@ -41,12 +41,8 @@ def _nchw(shape, name: str = "shape") -> tuple[int, int, int, int]:
     shape = tuple(shape)
     if len(shape) not in (3, 4):
         raise LayoutError(f"{name}: expected (N, C, H, W) or (C, H, W), got {len(shape)} dimensions {shape}")
-    for v in shape:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name}: dimensions must be integers, got {shape}")
-        if v < 1:
-            raise LayoutError(f"{name}: every dimension must be >= 1, got {shape}")
-    return tuple(int(v) for v in ((1,) + shape if len(shape) == 3 else shape))
+    shape = check_dims(shape, name)
+    return (1,) + shape if len(shape) == 3 else shape
 
 
 def _stride_arg(value, name: str):

@@ -409,6 +409,19 @@ def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: in
     return out
 
 
+def _register(value, name: str, lo: int, hi: int, what: str, per_component: bool = False) -> np.ndarray:
+    """A CVT register value (or, with ``per_component``, a 1-D sequence of them) as int64: an
+    integer in [lo, hi]. A float such as 2.5 is an error, not a truncation: the hardware field
+    holds integers."""
+    v = np.asarray(value)
+    if v.dtype.kind not in "iu" or v.ndim > (1 if per_component else 0):
+        shape = "an integer or one integer per component" if per_component else "an integer"
+        raise TypeError(f"{name}: expected {shape}, got {value!r}")
+    if v.size and (v.min() < lo or v.max() > hi):
+        raise ValueError(f"{name}: must be in {lo}..{hi} ({what}), got {value!r}")
+    return v.astype(np.int64)
+
+
 def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = True, offset=0, scale=1,
                             truncate: int = 0, sign_override: bool = False) -> np.ndarray:
     """The image DMA's precision conversion (nvdla.md 4.5; seed "Precision Conversion").
@@ -421,7 +434,9 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
     (8 -> int8 bits, 8 -> int16 sign-extended, 16 -> int16, 16 -> int8 low byte). fp16 formats
     convert to fp16 only. Returns int8, int16 or float16 of the same shape.
 
-    Raises ValueError for an unknown precision or out-of-range parameters, UnsupportedError for a
+    Raises ValueError for an unknown precision or a register value out of range (``offset`` and
+    ``scale`` int16, ``truncate`` 0..63; nvdla.md 4.5), TypeError for a register value that is
+    not an integer (or, for ``offset``, one integer per component), UnsupportedError for a
     precision pair the hardware lacks.
     """
     fmt = _format(pixel_format)
@@ -432,8 +447,8 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
         if precision != "fp16":
             raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) converts to fp16 only (nvdla.md 4.5, 13)")
         return arr.astype(np.float16) if arr.dtype != np.float16 else arr.copy()
-    if not 0 <= int(truncate) <= 63:
-        raise ValueError(f"truncate: must be 0-63 (6-bit register), got {truncate}")
+    truncate = int(_register(truncate, "truncate", 0, 63, "6-bit register"))
+    scale = int(_register(scale, "scale", -32768, 32767, "int16 register D_CVT_SCALE"))
     if fmt.kind == "10bit":
         widen = np.array([6, 6, 6, 14][: arr.shape[-1]], dtype=np.int64)
         p = arr.astype(np.int64) << widen
@@ -450,13 +465,13 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
         raw = p.astype(np.uint16).view(np.int16)
         return raw if precision == "int16" else (p & 0xFF).astype(np.uint8).view(np.int8)
     v = np.where(p >= (1 << (bits - 1)), p - (1 << bits), p) if sign_override else p
-    off = np.asarray(offset, dtype=np.int64)
+    off = _register(offset, "offset", -32768, 32767, "int16 registers D_CVT_OFFSET / D_MEAN_*", per_component=True)
     if off.ndim and off.size != arr.shape[-1]:
         raise ValueError(f"offset: a scalar or one value per component ({arr.shape[-1]}), got {off.size}")
-    t = (v - off) * int(scale)
+    t = (v - off) * scale
     if truncate:
-        half = 1 << (int(truncate) - 1)
-        y = np.sign(t) * ((np.abs(t) + half) >> int(truncate))
+        half = 1 << (truncate - 1)
+        y = np.sign(t) * ((np.abs(t) + half) >> truncate)
     else:
         y = t
     y = np.clip(y, -65536, 65535)

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim
+from npupack.layout import BlockedLayout, Dim, check_dims
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -141,12 +141,7 @@ def kcrs(shape, name: str) -> tuple[int, int, int, int]:
     shape = tuple(shape)
     if len(shape) != 4:
         raise LayoutError(f"{name}: expected weights (K, C, R, S), got {len(shape)} dimensions {shape}")
-    for v in shape:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name}: dimensions must be integers, got {shape}")
-        if v < 1:
-            raise LayoutError(f"{name}: every dimension must be >= 1, got {shape} (nvdla.md 5.1)")
-    return tuple(int(v) for v in shape)
+    return check_dims(shape, name, " (nvdla.md 5.1)")
 
 
 def roundup(n: int, a: int) -> int:
