@@ -162,6 +162,8 @@ def test_quantize_bad_input():
         quantize_weights(np.ones(2, np.float32), mode="per_channel")
     with pytest.raises(ValueError, match="kernel_axis"):
         quantize_weights(np.ones(2, np.float32), kernel_axis=3)
+    with pytest.raises(TypeError, match="kernel_axis: expected an integer, got 0.0"):
+        quantize_weights(np.ones(2, np.float32), kernel_axis=0.0)
     with pytest.raises(ValueError, match="non-empty"):
         quantize_weights(np.ones((0, 2), np.float32))
 

@@ -197,6 +197,9 @@ def test_fp16_feature_checked_surface_by_surface(threads, where, shape, strides)
     (lambda: feature_strides((2**40, 2**40, 2**40), "int8"), LayoutError, "overflow"),
     (lambda: unpack_feature(np.zeros(10, np.uint8), (2, 2, 2), np.int8), LayoutError, "needs 128"),
     (lambda: unpack_feature(np.zeros(128, np.uint8), (2, 2, 2), np.float32), TypeError, "dtype"),
+    (lambda: unpack_feature(np.zeros(128, np.uint8), (2, 2, 2), "f3"), TypeError, "dtype: 'f3' is not a NumPy dtype"),
+    (lambda: unpack_feature(np.zeros(128, np.uint8), (2, 2, 2), "i9", precision="int8"), TypeError,
+     "dtype: 'i9' is not a NumPy dtype"),
     (lambda: unpack_feature(np.zeros(128, np.float32), (2, 2, 2), np.int8), TypeError, "uint8"),
 ])
 def test_bad_input(call, exc, match):

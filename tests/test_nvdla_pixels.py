@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from npupack import LayoutError, UnsupportedError
-from npupack.nvdla import PIXEL_FORMATS, convert_pixel_precision, pack_pixels, unpack_pixels
+from npupack.nvdla import PIXEL_FORMATS, convert_pixel_precision, pack_pixels, pixel_line_strides, unpack_pixels
 from tests.reference import pixels as ref
 
 
@@ -130,6 +130,10 @@ def test_conversion_equations():
      "fp16 only"),
     (lambda: unpack_pixels((np.zeros(32, np.uint8),), "T_Y8___U8V8_N444", (1, 1)), LayoutError, "2 planes"),
     (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", truncate=64), ValueError, "0..63"),
+    (lambda: pixel_line_strides("T_R8", 40.0), TypeError, "width: expected an integer, got 40.0"),
+    (lambda: pixel_line_strides("T_Y8___U8V8_N444", 8, line_stride=[32, 32.5]), TypeError,
+     "line_stride: expected an integer, got 32.5"),
+    (lambda: unpack_pixels((np.zeros(64, np.uint8),), "T_R8", (2, 8.0)), TypeError, "shape: expected an integer"),
     (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", truncate=1.5), TypeError,
      "truncate: expected an integer"),
     (lambda: convert_pixel_precision(np.zeros((1, 1), np.uint8), "T_R8", "int8", scale=2.5), TypeError,

@@ -252,6 +252,9 @@ def test_corrupted_streams_raise():
      TypeError, "uint8"),
     (lambda: decompress_weights(b"", b"", precision="int8", n_elements=-1), TypeError, "n_elements"),
     (lambda: analyze_sparsity(np.zeros(4, np.int8)), TypeError, "required"),
+    (lambda: prune(np.ones((4, 2, 1, 1), np.float32), "0.5"), TypeError, "sparsity: expected a number, got '0.5'"),
+    (lambda: prune(np.ones((4, 2, 1, 1), np.float32), 0.5, kernel_axis=1.0), TypeError,
+     "kernel_axis: expected an integer"),
     (lambda: analyze_sparsity(pack_weights(np.ones((1, 1, 1, 1), np.int8), compress=True)), ValueError,
      "already compressed"),
 ])

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, check_dims, check_out
+from npupack.layout import BlockedLayout, Dim, check_dims, check_dtype, check_out
 
 __all__ = ["Tile", "Layout", "pack", "unpack"]
 
@@ -393,10 +393,7 @@ def _as_layout(layout) -> Layout:
 
 
 def _check_dtype(dtype, what: str) -> np.dtype:
-    try:
-        dtype = np.dtype(dtype)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what}: {dtype!r} is not a NumPy dtype") from None
+    dtype = check_dtype(dtype, what)
     if dtype.kind not in _PACKABLE_KINDS or dtype.itemsize not in (1, 2, 4, 8):
         raise TypeError(f"{what}: dtype {dtype} cannot be packed; use a numeric dtype of 1, 2, 4 or 8 bytes")
     return dtype

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import Dim, check_dims, check_out, little_endian, strided_layout
+from npupack.layout import Dim, check_dims, check_int, check_no_nan, check_out, little_endian, strided_layout
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
            "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12", "unpack_nv12",
@@ -213,7 +213,7 @@ class TensorProperties:
 def _byte_strides(valid_shape, es, stride, aligned):
     valid = check_dims(valid_shape, "valid_shape")
     if stride is not None:
-        st = tuple(int(v) for v in stride)
+        st = tuple(check_int(v, "stride") for v in stride)
         if len(st) != len(valid):
             raise LayoutError(f"stride: {len(st)} entries for a {len(valid)}-d validShape {valid}")
         if any(s < 0 for s in st):
@@ -391,9 +391,10 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
              rounding="nearest_even", properties=None):
     """float -> int of ``dtype`` (horizon.md 7): SHIFT ``sat(round(x * 2**shift[k]))``, SCALE
     ``sat(round(x / scale[k] + zp[k]))``; computed in float64, rounded half to even (or
-    "nearest_away"), always saturated to the type's range. Returns ``dtype`` of ``x``'s shape.
-    Raises ValueError for a missing dtype, bad rounding or quanti_type; TypeError for a
-    non-integer dtype."""
+    "nearest_away"), always saturated to the type's range (+-inf too). Returns ``dtype`` of
+    ``x``'s shape. Raises ValueError for a missing dtype, bad rounding or quanti_type, a scale
+    that is zero or not finite, and a NaN in ``x`` (it has no integer; casting would give an
+    arbitrary one); TypeError for a non-integer dtype."""
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     if dtype is None and properties is not None:
         dtype = properties.tensor_type
@@ -409,12 +410,16 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
     if qt == "SHIFT":
         v = arr * np.exp2(_along(shift, arr.ndim, axis, "shift"))
     elif qt == "SCALE":
-        v = arr / _along(scale, arr.ndim, axis, "scale") + _along(zp if zp is not None else 0, arr.ndim, axis,
+        sc = _along(scale, arr.ndim, axis, "scale")
+        if not np.all(np.isfinite(sc) & (sc != 0)):
+            raise ValueError(f"scale: must be finite and nonzero, got {scale!r} (horizon.md 7)")
+        v = arr / sc + _along(zp if zp is not None else 0, arr.ndim, axis,
                                                                    "zero_point")
     elif qt == "NONE":
         v = arr
     else:
         raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE")
+    check_no_nan(arr, "x")
     v = np.rint(v) if rounding == "nearest_even" else np.sign(v) * np.floor(np.abs(v) + 0.5)
     lo, hi = _RANGES[dtype]
     return np.clip(v, lo, hi).astype(dtype)

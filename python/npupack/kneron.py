@@ -18,7 +18,7 @@ import numpy as np
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile
-from npupack.layout import Dim, check_dims, check_out, little_endian, strided_layout
+from npupack.layout import Dim, check_dims, check_no_nan, check_out, little_endian, strided_layout
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -385,7 +385,8 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
     int8 or int16 (bits from ``layout``, else ``bits``, else 8); ``dtype=np.float32`` returns the
     rounded values as float32 without clipping (for RAW_FLOAT models that expect scaled inputs).
     Computed in float64; ``rounding`` "nearest_even" (default) or "nearest_away".
-    Raises ValueError for bad parameters or rounding, TypeError for non-real input.
+    Raises ValueError for bad parameters or rounding, a scale that is not finite and > 0, and
+    a NaN in ``x`` for an integer result (it has no integer value); TypeError for non-real input.
     """
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiu":
@@ -402,10 +403,13 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
     size = arr.shape[axis] if axis is not None and arr.ndim else None
     r = _per_axis(radix, arr.ndim, axis, "radix", size)
     s = _per_axis(scale, arr.ndim, axis, "scale", size)
+    if not np.all(np.isfinite(s) & (s > 0)):
+        raise ValueError(f"scale: must be finite and > 0, got {scale!r} (kneron.md 5)")
     v = arr.astype(np.float64) * (s * np.exp2(r))
     v = np.rint(v) if rounding == "nearest_even" else np.sign(v) * np.floor(np.abs(v) + 0.5)
     if dtype is not None and np.dtype(dtype) == np.float32:
         return v.astype(np.float32)
+    check_no_nan(arr, "x")
     lo, hi = (-128, 127) if bits == 8 else (-32768, 32767)
     return np.clip(v, lo, hi).astype(np.int8 if bits == 8 else np.int16)
 

@@ -190,11 +190,39 @@ def check_dims(shape, name: str, note: str = "") -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"{name}: expected a sequence of integers, got {shape!r}") from None
     for v in dims:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        if not is_int(v):
             raise TypeError(f"{name}: dimensions must be integers, got {dims}")
         if v < 1:
             raise LayoutError(f"{name}: every dimension must be >= 1, got {dims}{note}")
     return tuple(int(v) for v in dims)
+
+
+def is_int(v) -> bool:
+    return not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, np.integer))
+
+
+def check_int(value, name: str) -> int:
+    """``value`` as an int; TypeError naming ``name`` for anything else (a float 2.5 is not
+    truncated, a bool is not a count). Ranges are the caller's to check."""
+    if not is_int(value):
+        raise TypeError(f"{name}: expected an integer, got {value!r}")
+    return int(value)
+
+
+def check_dtype(dtype, name: str) -> np.dtype:
+    """``np.dtype(dtype)``, with a TypeError naming ``name`` instead of NumPy's bare message."""
+    try:
+        return np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: {dtype!r} is not a NumPy dtype") from None
+
+
+def check_no_nan(arr: np.ndarray, name: str) -> None:
+    """ValueError naming ``name`` and the first NaN's index when a float ``arr`` holds one: a
+    NaN has no integer value, and casting it gives an arbitrary one."""
+    if arr.dtype.kind in "fc" and np.isnan(arr).any():
+        index = tuple(int(i) for i in np.argwhere(np.isnan(arr))[0])
+        raise ValueError(f"{name}: NaN at index {index} cannot be quantised (it has no integer value)")
 
 
 def pad_bytes(value, dtype: np.dtype, name: str = "pad_value") -> bytes:

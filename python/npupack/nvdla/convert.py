@@ -9,7 +9,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import UnsupportedError
-from npupack.layout import little_endian
+from npupack.layout import check_int, little_endian
 from npupack.nvdla.config import PRECISIONS, Config
 
 __all__ = ["to_fp16", "quantize_weights", "infer_precision", "convert_elements"]
@@ -115,7 +115,7 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
         raise TypeError(f"w: quantize_weights expects float16/float32/float64 weights, got dtype {arr.dtype}")
     if arr.ndim == 0 or arr.size == 0:
         raise ValueError(f"w: expected a non-empty array with at least one axis, got shape {arr.shape}")
-    if not -arr.ndim <= kernel_axis < arr.ndim:
+    if not -arr.ndim <= check_int(kernel_axis, "kernel_axis") < arr.ndim:
         raise ValueError(f"kernel_axis: {kernel_axis} is out of range for a {arr.ndim}-d array")
     bad = ~np.isfinite(arr)
     if bad.any():

@@ -19,7 +19,8 @@ from functools import lru_cache
 import numpy as np
 
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_dims, check_out, little_endian
+from npupack.layout import (BlockedLayout, Dim, as_byte_buffer, check_dims, check_dtype, check_int, check_out,
+                            little_endian)
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
 
@@ -46,11 +47,7 @@ def _nchw(shape, name: str = "shape") -> tuple[int, int, int, int]:
 
 
 def _stride_arg(value, name: str):
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name}: expected an integer number of bytes, got {value!r}")
-    return int(value)
+    return None if value is None else check_int(value, name)
 
 
 def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_stride=None,
@@ -253,13 +250,13 @@ def unpack_feature(buf, shape, dtype=None, *, config: Config = NV_FULL, precisio
 def _precision_of(dtype, precision):
     if precision is not None:
         element_size(precision)
-        if dtype is not None and np.dtype(dtype) != _TARGET_DTYPE[precision]:
+        if dtype is not None and check_dtype(dtype, "dtype") != _TARGET_DTYPE[precision]:
             raise TypeError(f"dtype: {np.dtype(dtype)} does not match precision {precision!r}")
         return precision
     if dtype is None:
         raise TypeError("dtype: give the element dtype (int8, int16, float16) or precision=")
     by_dtype = {v: k for k, v in _TARGET_DTYPE.items()}
     try:
-        return by_dtype[np.dtype(dtype)]
+        return by_dtype[check_dtype(dtype, "dtype")]
     except KeyError:
         raise TypeError(f"dtype: {np.dtype(dtype)} is not int8, int16 or float16") from None

@@ -18,7 +18,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_out, little_endian
+from npupack.layout import as_byte_buffer, check_int, check_out, little_endian
 from npupack.nvdla.config import PRECISIONS
 from npupack.nvdla.convert import to_fp16
 
@@ -181,16 +181,18 @@ def pixel_line_strides(pixel_format, width: int, *, x_offset: int = 0, line_stri
         Unknown format.
     """
     fmt = _format(pixel_format)
-    if isinstance(x_offset, bool) or not isinstance(x_offset, (int, np.integer)):
-        raise TypeError(f"x_offset: expected an integer, got {x_offset!r}")
+    x_offset, width = check_int(x_offset, "x_offset"), check_int(width, "width")
     if line_stride is not None and not isinstance(line_stride, (int, np.integer)):
         try:
-            line_stride = tuple(int(v) for v in line_stride)
+            line_stride = tuple(line_stride)
         except TypeError:
             raise TypeError(f"line_stride: expected bytes as an int or one int per plane, got {line_stride!r}") \
                 from None
+        line_stride = tuple(check_int(v, "line_stride") for v in line_stride)
+    elif line_stride is not None:
+        line_stride = check_int(line_stride, "line_stride")
     # Cached per geometry: an image pipeline asks for the same few again and again.
-    return _line_strides(fmt.name, int(width), int(x_offset), line_stride)
+    return _line_strides(fmt.name, width, x_offset, line_stride)
 
 
 @lru_cache(maxsize=512)
@@ -381,7 +383,7 @@ def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: in
     if isinstance(planes, PixelPlanes):
         line_stride = planes.line_strides if line_stride is None else line_stride
         planes = planes.planes
-    h, w = int(shape[0]), int(shape[1])
+    h, w = check_int(shape[0], "shape"), check_int(shape[1], "shape")
     if h < 1:
         raise LayoutError(f"shape: H must be >= 1, got {shape}")
     strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)

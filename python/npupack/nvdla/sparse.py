@@ -22,7 +22,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError
-from npupack.layout import check_out, little_endian
+from npupack.layout import check_int, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, PRECISIONS, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -346,12 +346,14 @@ def prune(w, sparsity: float, *, precision: str | None = None, config: Config = 
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"w: expected a real array, got dtype {arr.dtype}")
     try:
+        if isinstance(sparsity, (str, bytes)):  # float("0.5") would read text as a number
+            raise TypeError
         sparsity = float(sparsity)
     except (TypeError, ValueError):
         raise TypeError(f"sparsity: expected a number, got {sparsity!r}") from None
     if not 0.0 <= sparsity <= 1.0:
         raise ValueError(f"sparsity: must be in [0, 1], got {sparsity}")
-    if not -arr.ndim <= kernel_axis < arr.ndim:
+    if not -arr.ndim <= check_int(kernel_axis, "kernel_axis") < arr.ndim:
         raise ValueError(f"kernel_axis: {kernel_axis} is out of range for {arr.ndim} dimensions")
     kpg = config.kernels_per_group(infer_precision(arr.dtype, precision, config, "w"))
     moved = np.moveaxis(arr, kernel_axis, 0)

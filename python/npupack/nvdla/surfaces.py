@@ -11,7 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, check_dims
+from npupack.layout import BlockedLayout, Dim, is_int, check_dims
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -159,9 +159,8 @@ def check_stride(stride) -> tuple[int, int]:
         sy, sx = stride
     except (TypeError, ValueError):
         raise TypeError(f"stride: expected (stride_y, stride_x), got {stride!r}") from None
-    for v in (sy, sx):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"stride: expected two integers, got {stride!r}")
+    if not (is_int(sy) and is_int(sx)):
+        raise TypeError(f"stride: expected two integers, got {stride!r}")
     if sy < 1 or sx < 1:
         raise LayoutError(f"stride: must be >= 1, got {stride!r}")
     return int(sy), int(sx)
