@@ -66,6 +66,16 @@ def _cmd_inspect(args) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0, got {text!r}")
+    return value
+
+
 def _ints(text: str) -> tuple:
     try:
         return tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
@@ -164,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--shape", type=_ints, required=True, help="logical shape, e.g. 2,2,2,2")
     ex.add_argument("--pad-lo", type=_ints, default=None, help="lower padding per dim")
     ex.add_argument("--pad-hi", type=_ints, default=None, help="upper padding per dim")
-    ex.add_argument("--limit", type=int, default=None, help="print at most this many positions")
+    ex.add_argument("--limit", type=_count, default=None, help="print at most this many positions")
     ex.add_argument("--chip", default=None, help="Kneron chip (kl520, kl630, kl720, kl730, kl830)")
     ex.add_argument("--stride", type=_ints, default=None,
                     help="Kneron stride_npu (scalars) or Horizon stride (bytes)")
