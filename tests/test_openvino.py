@@ -410,6 +410,17 @@ def test_weight_format_on_small_batch_activations(batch, dtype):
         out = np.full(n + 1, 0xA5, np.uint8)[1:]  # misaligned: the streamed stores' head and tail
         got = ov.pack(x, info.name, pad_value=-3, out=out)
         assert np.array_equal(got, ref.pack_transpose(x, lay.logical, lay.outer, tiles, pad_value=-3)), shape
+    # Zero padding, batch 1: whole blocks are shuffled out of each column's values (SpreadPlan), with
+    # 32-byte, 16-byte or plain stores as the start of out= allows, streamed or not.
+    for shape in [(batch, 32, 41, 43), (batch, 16, 131, 131)]:
+        x = rng.integers(1, 120, shape).astype(dtype)
+        n = ov.nbytes(info.name, shape, dtype)
+        expected = ref_pack(info, x)
+        base = np.full(n + 96, 0xA5, np.uint8)
+        aligned = -base.ctypes.data % 64
+        for shift in (0, 16, 8, 1):
+            out = base[aligned + shift:aligned + shift + n]
+            assert np.array_equal(ov.pack(x, info.name, out=out), expected), (shape, shift)
 
 
 def _index_coded(name, shape):

@@ -2,12 +2,14 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "npupack/checked.hpp"
 #include "npupack/layout.hpp"
 #include "npupack/prefetch.hpp"
+#include "npupack/spread.hpp"
 #include "npupack/stream.hpp"
 #include "npupack/transpose.hpp"
 
@@ -684,11 +686,12 @@ class Executor {
   // buffer whose holes are filled once (every tile writes the same slots) and copied out; from
   // kStreamBytes on with non-temporal stores, which need not read the lines in first. A tile is
   // built by scatter when at most 1/8 of `in` is valid (batch 1 or 2 of osv16: transpose each
-  // valid `in` row's b x tile matrix, scatter it to its slots), else by one pack_columns per
-  // valid b step. Taken only for blocks that are mostly holes: at most 1/8 of `in` valid, or an
-  // output of kStreamBytes or more with at most a quarter of each block valid ((8,3,224,224) in
-  // os_is_yx_isv16_osv16: 3 x 8 of 16 x 16); denser blocks gained nothing measurable and keep
-  // tiled_pairs. Decided once per plan (tiles_), as fills_holes relies on it.
+  // valid `in` row's b x tile matrix, scatter it to its slots; with one valid row and zero
+  // padding, spread_blocks shuffles whole blocks straight to the output instead), else by one
+  // pack_columns per valid b step. Taken only for blocks that are mostly holes: at most 1/8 of
+  // `in` valid, or an output of kStreamBytes or more with at most a quarter of each block valid
+  // ((8,3,224,224) in os_is_yx_isv16_osv16: 3 x 8 of 16 x 16); denser blocks gained nothing
+  // measurable and keep tiled_pairs. Decided once per plan (tiles_), as fills_holes relies on it.
   bool plan_tile_blocks() const {
     const size_t n = loops_.size();
     if (!to_packed_ || !plain_pair() || L_.ragged() || n < 3) return false;
@@ -734,6 +737,7 @@ class Executor {
     const Range rin = range(in), rb = range(b);
     const int64_t nin = rin.n(), room = in.extent - rin.lo;
     const bool scattered = b.exact && 8 * nin <= in.extent;
+    if (scattered && nin == 1 && zero_pad() && spread_blocks(b, x, in.lstep * rin.lo, rin.lo, loff, poff)) return;
     const int64_t tile_bytes = scattered ? kScatterTileBytes : kRowTileBytes;
     const int64_t tile = std::min(x.extent, std::max<int64_t>(8, tile_bytes / x.pstep));
     const bool zero = zero_pad();
@@ -767,6 +771,29 @@ class Executor {
       else std::memcpy(dst, buf, static_cast<size_t>(nx * x.pstep));
     }
     if (stream) stream_fence();
+  }
+
+  // tile_blocks with one valid column `col` of `in` and zero padding (batch 1 of osv16): per tile
+  // of x, the column's b x tile matrix is transposed into scratch_ and each block is written
+  // whole from its b values by byte shuffles (SpreadPlan), straight to the output: no buffer to
+  // fill, scatter into and copy out. False, with nothing written, where the kernel does not apply.
+  bool spread_blocks(const Loop& b, const Loop& x, int64_t col_lstep, int64_t col, int64_t loff, int64_t poff) {
+    if (!spread_ || spread_col_ != col) {
+      spread_ = std::make_shared<const SpreadPlan>(eb_, b.extent, b.pstep, col);
+      spread_col_ = col;
+    }
+    if (!spread_->ok()) return false;
+    char* const out = pout_ + poff;
+    const bool stream = L_.nbytes() >= kStreamBytes;
+    const int64_t tile = std::min(x.extent, std::max<int64_t>(8, kRowTileBytes / (b.extent * eb_)));
+    scratch_.resize(static_cast<size_t>(tile * b.extent * eb_));
+    for (int64_t t = 0; t < x.extent; t += tile) {
+      const int64_t nx = std::min(tile, x.extent - t);
+      transpose(lin_ + loff + t * x.lstep + col_lstep, b.lstep, scratch_.data(), b.extent * eb_, b.extent, nx, eb_);
+      spread_->run(scratch_.data(), out + t * x.pstep, nx, stream);
+    }
+    if (stream) stream_fence();
+    return true;
   }
 
   // n elements from src (contiguous) to dst at a step of `step` bytes.
@@ -910,6 +937,8 @@ class Executor {
   static constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: outputs streamed past the caches
   static constexpr int64_t kStreamTransposeBytes = 16 << 20;   // inner_pair, batch_pairs: the same
   Range x_tile_{0, 0};              // tiled_pairs: the x columns inner_pair runs (hi 0: all)
+  std::shared_ptr<const SpreadPlan> spread_;  // spread_blocks: the kernel of its column (spread_col_); copies share it
+  int64_t spread_col_ = -1;
   size_t group_ = 0;                // loops transposed together before the innermost (0: none)
   std::vector<int64_t> col_poff_;   // packed offset of each column of the group
   std::vector<int64_t> row_off_;    // logical offset of each row of a row group (empty: none)
