@@ -78,7 +78,7 @@ def _elem_size(value, arg: str = "dtype") -> int:
             return ELEMENT_SIZE[key]
     try:
         dt = np.dtype(value)
-    except TypeError:
+    except (TypeError, ValueError):
         dt = None
     if dt is None or dt.kind not in "iuf":
         kind = ValueError if isinstance(value, str) else TypeError
@@ -413,8 +413,7 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
         sc = _along(scale, arr.ndim, axis, "scale")
         if not np.all(np.isfinite(sc) & (sc != 0)):
             raise ValueError(f"scale: must be finite and nonzero, got {scale!r} (horizon.md 7)")
-        v = arr / sc + _along(zp if zp is not None else 0, arr.ndim, axis,
-                                                                   "zero_point")
+        v = arr / sc + _along(zp if zp is not None else 0, arr.ndim, axis, "zero_point")
     elif qt == "NONE":
         v = arr
     else:

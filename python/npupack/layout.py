@@ -198,6 +198,7 @@ def check_dims(shape, name: str, note: str = "") -> tuple[int, ...]:
 
 
 def is_int(v) -> bool:
+    """True for a Python or NumPy integer, False for a bool (not a count) and everything else."""
     return not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, np.integer))
 
 
