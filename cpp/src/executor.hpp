@@ -737,7 +737,7 @@ class Executor {
     const Range rin = range(in), rb = range(b);
     const int64_t nin = rin.n(), room = in.extent - rin.lo;
     const bool scattered = b.exact && 8 * nin <= in.extent;
-    if (scattered && nin == 1 && zero_pad() && spread_blocks(b, x, in.lstep * rin.lo, rin.lo, loff, poff)) return;
+    if (scattered && nin == 1 && zero_pad() && spread_blocks(b, x, in, rin.lo, loff, poff)) return;
     const int64_t tile_bytes = scattered ? kScatterTileBytes : kRowTileBytes;
     const int64_t tile = std::min(x.extent, std::max<int64_t>(8, tile_bytes / x.pstep));
     const bool zero = zero_pad();
@@ -777,7 +777,7 @@ class Executor {
   // of x, the column's b x tile matrix is transposed into scratch_ and each block is written
   // whole from its b values by byte shuffles (SpreadPlan), straight to the output: no buffer to
   // fill, scatter into and copy out. False, with nothing written, where the kernel does not apply.
-  bool spread_blocks(const Loop& b, const Loop& x, int64_t col_lstep, int64_t col, int64_t loff, int64_t poff) {
+  bool spread_blocks(const Loop& b, const Loop& x, const Loop& in, int64_t col, int64_t loff, int64_t poff) {
     if (!spread_ || spread_col_ != col) {
       spread_ = std::make_shared<const SpreadPlan>(eb_, b.extent, b.pstep, col);
       spread_col_ = col;
@@ -789,7 +789,7 @@ class Executor {
     scratch_.resize(static_cast<size_t>(tile * b.extent * eb_));
     for (int64_t t = 0; t < x.extent; t += tile) {
       const int64_t nx = std::min(tile, x.extent - t);
-      transpose(lin_ + loff + t * x.lstep + col_lstep, b.lstep, scratch_.data(), b.extent * eb_, b.extent, nx, eb_);
+      transpose(lin_ + loff + t * x.lstep + col * in.lstep, b.lstep, scratch_.data(), b.extent * eb_, b.extent, nx, eb_);
       spread_->run(scratch_.data(), out + t * x.pstep, nx, stream);
     }
     if (stream) stream_fence();

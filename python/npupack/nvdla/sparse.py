@@ -345,9 +345,9 @@ def prune(w, sparsity: float, *, precision: str | None = None, config: Config = 
     arr = little_endian(np.asarray(w))
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"w: expected a real array, got dtype {arr.dtype}")
+    if isinstance(sparsity, (str, bytes)):  # float("0.5") would read text as a number
+        raise TypeError(f"sparsity: expected a number, got {sparsity!r}")
     try:
-        if isinstance(sparsity, (str, bytes)):  # float("0.5") would read text as a number
-            raise TypeError
         sparsity = float(sparsity)
     except (TypeError, ValueError):
         raise TypeError(f"sparsity: expected a number, got {sparsity!r}") from None
