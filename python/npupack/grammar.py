@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, check_dims, check_dtype, check_out
+from npupack.layout import BlockedLayout, Dim, cache_safe, check_dims, check_dtype, check_out
 
 __all__ = ["Tile", "Layout", "pack", "unpack"]
 
@@ -252,24 +252,27 @@ class Layout:
                               f"({', '.join(self.logical)})")
         pads = []
         for name, p in (("pad_lo", pad_lo), ("pad_hi", pad_hi)):
-            p = (0,) * self.rank if p is None else tuple(p)
+            p = (0,) * self.rank if p is None else check_dims(p, name, minimum=0)
             if len(p) != self.rank:
                 raise LayoutError(f"{name}: needs {self.rank} entries (one per dim of {self.logical}), got {p}")
-            if any(int(v) != v or v < 0 for v in p):
-                raise LayoutError(f"{name}: padding must be non-negative integers, got {p}")
-            pads.append(tuple(int(v) for v in p))
-        return tuple(int(v) for v in shape), pads[0], pads[1]
+            pads.append(p)
+        return shape, pads[0], pads[1]
 
     def bind(self, shape, dtype, *, pad_lo=None, pad_hi=None) -> BlockedLayout:
         """The engine descriptor for a tensor of ``shape`` (logical order, elements) and
         ``dtype``, with optional lower/upper padding per dim (elements, applied before blocking).
-        Raises LayoutError for a rank mismatch, dims < 1, negative padding or overflow.
+        Raises LayoutError for a rank mismatch, dims < 1, negative padding or overflow;
+        TypeError for a shape or padding that is not a sequence of integers (a generator is
+        refused: it can be read only once) and for an unknown ``dtype``.
         Descriptors are cached per (layout, shape, dtype, padding): packing the same shape again
         costs a dictionary lookup."""
+        shape = cache_safe(shape, "shape")
+        pad_lo, pad_hi = cache_safe(pad_lo, "pad_lo", 0), cache_safe(pad_hi, "pad_hi", 0)
         try:
             # operator.index: a float dimension must not hit the entry of its integer twin (it is an error).
-            key = (self, tuple(map(operator.index, shape)), np.dtype(dtype), None if pad_lo is None else tuple(pad_lo),
-                   None if pad_hi is None else tuple(pad_hi))
+            key = (self, tuple(map(operator.index, shape)), np.dtype(dtype),
+                   None if pad_lo is None else tuple(map(operator.index, pad_lo)),
+                   None if pad_hi is None else tuple(map(operator.index, pad_hi)))
             hit = _BIND_CACHE.get(key)
         except TypeError:  # unhashable arguments: validated (and reported) below
             key = hit = None
@@ -305,7 +308,7 @@ class Layout:
         for t in self.tiles:
             level[t.dim] += 1
             order.append((t.dim, level[t.dim]))
-        return BlockedLayout(tuple(dims), tuple(order), np.dtype(dtype))
+        return BlockedLayout(tuple(dims), tuple(order), check_dtype(dtype, "dtype"))
 
     def packed_shape(self, shape, *, pad_lo=None, pad_hi=None) -> tuple:
         """The extents of the nesting (outer counts, then tile sizes), elements: the shape of the

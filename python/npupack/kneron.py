@@ -18,7 +18,7 @@ import numpy as np
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile
-from npupack.layout import Dim, check_dims, check_no_nan, check_out, little_endian, strided_layout
+from npupack.layout import Dim, cache_safe, check_dims, check_no_nan, check_out, little_endian, strided_layout
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -159,13 +159,11 @@ def _v2_descriptor(lay: DataLayout, shape, stride_npu, dtype, stride_onnx=None):
     if stride_npu is None:
         raise ValueError("stride_npu: required for KL730/KL830 (the NEF's per-axis scalar strides; "
                          "predict_stride_npu() only predicts them; kneron.md 7)")
-    shape = tuple(int(v) for v in shape)
-    strides = tuple(int(v) for v in stride_npu)
+    shape = check_dims(shape, "shape")
+    strides = check_dims(stride_npu, "stride_npu", minimum=0)
     if len(strides) != len(shape):
         raise LayoutError(f"stride_npu: {len(strides)} entries for a {len(shape)}-d shape {shape} (kneron.md 7.10)")
-    if any(s < 0 for s in strides) or any(v < 1 for v in shape):
-        raise LayoutError(f"stride_npu / shape: strides must be >= 0 and dims >= 1, got {strides}, {shape}")
-    if stride_onnx is not None and tuple(int(v) for v in stride_onnx) != _row_major(shape):
+    if stride_onnx is not None and check_dims(stride_onnx, "stride_onnx", minimum=0) != _row_major(shape):
         raise LayoutError(f"stride_onnx: {tuple(stride_onnx)} is not the row-major stride of {shape} "
                           "(kneron.md 7.1)")
     eb = dtype.itemsize
@@ -217,10 +215,13 @@ def _clear_lsb(lay: DataLayout, chip: str, clear_lsb) -> bool:
 def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
     """(DataLayout, chip, engine descriptor, engine shape, output bytes, scalar dtype); cached,
     because a model's tensors are re-laid out with the same parameters on every inference."""
+    shape = cache_safe(shape, "shape")
+    stride_npu, stride_onnx = cache_safe(stride_npu, "stride_npu", 0), cache_safe(stride_onnx, "stride_onnx", 0)
     try:
         # operator.index: a float dimension must not hit the entry of its integer twin (it is an error).
-        key = (layout, tuple(map(operator.index, shape)), chip, None if stride_npu is None else tuple(stride_npu),
-               None if stride_onnx is None else tuple(stride_onnx))
+        key = (layout, tuple(map(operator.index, shape)), chip,
+               None if stride_npu is None else tuple(map(operator.index, stride_npu)),
+               None if stride_onnx is None else tuple(map(operator.index, stride_onnx)))
         hit = _PLANS.get(key)
     except TypeError:
         key = hit = None

@@ -8,6 +8,7 @@ these descriptors handed to the same C++ engine. See DESIGN.md, "Dense layouts a
 """
 from __future__ import annotations
 
+import collections.abc
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
@@ -180,21 +181,36 @@ def little_endian(x: np.ndarray) -> np.ndarray:
 _HOST_LITTLE = np.dtype("=u2") == np.dtype("<u2")
 
 
-def check_dims(shape, name: str, note: str = "") -> tuple[int, ...]:
-    """``shape`` (any sequence) as a tuple of ints >= 1. Raises TypeError naming ``name`` for
-    anything but a sequence of integers (a float 3.0 is not a dimension: it would be truncated
-    silently elsewhere), LayoutError for a dimension < 1; ``note`` ends that message (a spec
-    reference). The rank is the caller's to check."""
-    try:
-        dims = tuple(shape)
-    except TypeError:
-        raise TypeError(f"{name}: expected a sequence of integers, got {shape!r}") from None
+def check_dims(shape, name: str, note: str = "", minimum: int = 1) -> tuple[int, ...]:
+    """``shape`` (a sequence: tuple, list, range or 1-D array) as a tuple of ints >= ``minimum``
+    (1 for dimensions, 0 for padding). Raises TypeError naming ``name`` for anything but a
+    sequence of integers: a float 3.0 is not a dimension (it would be truncated silently
+    elsewhere), and a generator or other one-shot iterator is refused, as NumPy refuses it for a
+    shape, because the caches and checks would each read it and see different values.
+    LayoutError for a value below ``minimum``; ``note`` ends that message (a spec reference).
+    The rank is the caller's to check."""
+    if not isinstance(shape, (tuple, list, range, np.ndarray)) and not _is_sequence(shape):
+        raise TypeError(f"{name}: expected a sequence of integers (tuple or list), got {shape!r}")
+    dims = tuple(shape)
     for v in dims:
         if not is_int(v):
-            raise TypeError(f"{name}: dimensions must be integers, got {dims}")
-        if v < 1:
-            raise LayoutError(f"{name}: every dimension must be >= 1, got {dims}{note}")
+            raise TypeError(f"{name}: {'dimensions' if minimum == 1 else 'entries'} must be integers, got {dims}")
+        if v < minimum:
+            what = "every dimension" if minimum == 1 else "every entry"
+            raise LayoutError(f"{name}: {what} must be >= {minimum}, got {dims}{note}")
     return tuple(int(v) for v in dims)
+
+
+def cache_safe(value, name: str, minimum: int = 1):
+    """``value`` unchanged when it is None or a tuple, else :func:`check_dims` of it: the
+    descriptor caches build their keys from these arguments before validating them, and a
+    key must not be the first to read a one-shot iterator (the checks would then see it
+    empty)."""
+    return value if value is None or type(value) is tuple else check_dims(value, name, minimum=minimum)
+
+
+def _is_sequence(value) -> bool:
+    return isinstance(value, collections.abc.Sequence) and not isinstance(value, (str, bytes))
 
 
 def is_int(v) -> bool:

@@ -39,10 +39,9 @@ class FeatureStrides:
 
 
 def _nchw(shape, name: str = "shape") -> tuple[int, int, int, int]:
-    shape = tuple(shape)
+    shape = check_dims(shape, name)
     if len(shape) not in (3, 4):
         raise LayoutError(f"{name}: expected (N, C, H, W) or (C, H, W), got {len(shape)} dimensions {shape}")
-    shape = check_dims(shape, name)
     return (1,) + shape if len(shape) == 3 else shape
 
 
