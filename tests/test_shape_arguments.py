@@ -107,3 +107,25 @@ def test_kneron_stride_onnx_float_refused():
     kn.unpack(y, "1W16C8B", SHAPE, chip="kl730", stride_npu=STRIDE_NPU, stride_onnx=(48, 16, 4, 1))
     with pytest.raises(TypeError, match="stride_onnx: entries must be integers"):
         kn.unpack(y, "1W16C8B", SHAPE, chip="kl730", stride_npu=STRIDE_NPU, stride_onnx=(48, 16, 4.0, 1))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: npupack.Layout.parse("NCHW16c").offset_of(SHAPE, (0, 1.5, 0, 0)), "index: expected an integer"),
+    (lambda: ov.offset_of("b_fs_yx_fsv16", SHAPE, (0, 1.5, 0, 0)), "index: expected an integer"),
+    (lambda: hz.align_bpu_bytes(16.5), "n: expected an integer"),
+    (lambda: hz.nbytes(SHAPE, "int8", aligned_shape=(1, 3, 4, 16), aligned_byte_size=300.5),
+     "aligned_byte_size: expected an integer"),
+    (lambda: hz.pad(X, aligned_shape=(1, 3, 4, 16), aligned_byte_size=300.5), "aligned_byte_size: expected an integer"),
+], ids=["Layout.offset_of", "openvino.offset_of", "horizon.align_bpu_bytes", "horizon.nbytes", "horizon.pad"])
+def test_integer_arguments_are_not_truncated(call, message):
+    """Each of these read 1.5 as 1, 16.5 as 16 and 300.5 as 300."""
+    with pytest.raises(TypeError, match=message):
+        call()
+
+
+def test_integer_arguments_accept_numpy_integers():
+    lay = npupack.Layout.parse("NCHW16c")
+    assert lay.offset_of(SHAPE, np.array((0, 1, 2, 3))) == lay.offset_of(SHAPE, (0, 1, 2, 3))
+    assert ov.offset_of("b_fs_yx_fsv16", SHAPE, np.array((0, 1, 0, 0))) == 1
+    assert hz.align_bpu_bytes(np.int64(17)) == hz.align_bpu_bytes(17) == 32
+    assert hz.pad(X, aligned_shape=(1, 3, 4, 16), aligned_byte_size=np.int32(300)).size == 300

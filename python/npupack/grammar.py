@@ -331,7 +331,8 @@ class Layout:
 
     def offset_of(self, shape, index, *, pad_lo=None, pad_hi=None) -> int:
         """Offset in **elements** of logical ``index`` (one int per logical dim) in the packed
-        buffer of a ``shape`` tensor. Raises LayoutError for an index out of range or a bad shape."""
+        buffer of a ``shape`` tensor. Raises LayoutError for an index out of range or a bad shape,
+        TypeError for an index entry that is not an integer."""
         return self.bind(shape, np.uint8, pad_lo=pad_lo, pad_hi=pad_hi).offset_of(index)
 
 

@@ -89,8 +89,9 @@ def _elem_size(value, arg: str = "dtype") -> int:
 
 def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int:
     """Round a byte extent up to the smallest ``block*k + r`` with r in ``steps`` or 0 (horizon.md
-    4.1): 16, 32, 64, 128, 256, 272, 288, 320, 384, 512, ... Raises ValueError for n < 1."""
-    n = int(n)
+    4.1): 16, 32, 64, 128, 256, 272, 288, 320, 384, 512, ... Raises ValueError for n < 1, TypeError
+    for a non-integer n."""
+    n = check_int(n, "n")
     if n < 1:
         raise ValueError(f"n: a byte extent must be >= 1, got {n}")
     k, rem = divmod(n, block)
@@ -242,17 +243,24 @@ def nbytes(valid_shape, dtype, *, stride=None, aligned_shape=None, aligned_byte_
     """Bytes of the aligned buffer: ``aligned_byte_size`` when given (the model's figure), else
     ``max_d stride[d] * validShape[d]`` (horizon.md 3). ``stride`` in bytes, ``aligned_shape`` in
     elements, one of them required. Raises LayoutError for bad/overlapping strides or an
-    ``aligned_byte_size`` smaller than the strides address, ValueError when neither is given."""
+    ``aligned_byte_size`` smaller than the strides address, TypeError for a non-integer one,
+    ValueError when neither is given."""
     es = _elem_size(dtype)
     valid, st = _byte_strides(valid_shape, es, stride, aligned_shape)
-    n = max(s * v for s, v in zip(st, valid)) if valid else es
-    n = max(n, es)
-    if aligned_byte_size is not None:
-        if int(aligned_byte_size) < n:
-            raise LayoutError(f"aligned_byte_size: {aligned_byte_size} is smaller than the {n} bytes the strides "
-                              "address")
-        return int(aligned_byte_size)
-    return n
+    return _buffer_bytes(valid, st, es, aligned_byte_size)
+
+
+def _buffer_bytes(valid, st, es: int, aligned_byte_size) -> int:
+    """The buffer's bytes: the model's ``aligned_byte_size`` when given (an integer, at least the
+    bytes the strides address), else the bytes the strides address (horizon.md 3)."""
+    addressed = max(max((s * v for s, v in zip(st, valid)), default=es), es)
+    if aligned_byte_size is None:
+        return addressed
+    aligned_byte_size = check_int(aligned_byte_size, "aligned_byte_size")
+    if aligned_byte_size < addressed:
+        raise LayoutError(f"aligned_byte_size: {aligned_byte_size} is smaller than the {addressed} bytes the strides "
+                          "address")
+    return aligned_byte_size
 
 
 @lru_cache(maxsize=1024)
@@ -269,18 +277,15 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
 
     ``stride`` (bytes, the model's) wins over ``aligned_shape``; one is required. Returns 1-D uint8
     of :func:`nbytes` bytes (or fills the first that many bytes of ``out``). Raises LayoutError for
-    overlapping/negative strides or a too-small ``out``, ValueError when neither is given."""
+    overlapping/negative strides, a too-small ``out`` or an ``aligned_byte_size`` smaller than the
+    strides address, TypeError for a non-integer ``aligned_byte_size``, ValueError when neither
+    ``stride`` nor ``aligned_shape`` is given."""
     arr = little_endian(np.asarray(x))
     if arr.dtype.kind not in "biuf" or arr.dtype.itemsize not in (1, 2, 4, 8):
         raise TypeError(f"x: dtype {arr.dtype} cannot be padded")
     es = arr.dtype.itemsize
     valid, st = _byte_strides(arr.shape, es, stride, aligned_shape)
-    total = max(max((s * v for s, v in zip(st, valid)), default=es), es)
-    if aligned_byte_size is not None:
-        if int(aligned_byte_size) < total:
-            raise LayoutError(f"aligned_byte_size: {aligned_byte_size} is smaller than the {total} bytes the strides "
-                              "address")
-        total = int(aligned_byte_size)
+    total = _buffer_bytes(valid, st, es, aligned_byte_size)
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
     desc = _descriptor(valid, st, arr.dtype)
     desc.pack(arr, out=buf)

@@ -123,8 +123,9 @@ class BlockedLayout:
 
     def offset_of(self, index: Sequence[int]) -> int:
         """Byte offset of the element at logical ``index``. This is the specification the
-        packers are tested against. Raises LayoutError for an index out of range."""
-        return self._core.offset_of([int(i) for i in index])
+        packers are tested against. Raises LayoutError for an index out of range, TypeError for
+        an entry that is not an integer (1.5 is not truncated)."""
+        return self._core.offset_of([check_int(i, "index") for i in index])
 
     def pack(self, x: np.ndarray, *, out: np.ndarray | None = None, pad_value=0,
              reference: bool = False) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile, _check_dtype
-from npupack.layout import check_dims
+from npupack.layout import check_dims, check_int
 from npupack.openvino_table import LEFT_OUT, ROWS
 
 __all__ = ["FormatInfo", "formats", "parse_format", "parse_name", "layout", "nbytes", "packed_shape",
@@ -239,9 +239,10 @@ def packed_shape(name: str, shape, *, pad_lo=None, pad_hi=None, padding=None) ->
 
 def offset_of(name: str, shape, index, *, pad_lo=None, pad_hi=None, padding=None) -> int:
     """Offset in **elements** of logical ``index`` (same rank as ``shape``; spec/openvino.md 3.2).
-    Raises LayoutError for a mismatched or out-of-range index, otherwise as :func:`pack`."""
+    Raises LayoutError for a mismatched or out-of-range index, TypeError for an index entry that is
+    not an integer, otherwise as :func:`pack`."""
     lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
-    index = tuple(int(i) for i in index)
+    index = tuple(check_int(i, "index") for i in index)
     if len(index) != len(shape):
         raise LayoutError(f"index: {index} does not match shape {tuple(shape)}")
     if len(eshape) != len(shape):  # flattened FC or merged yx: same flattening of the index
