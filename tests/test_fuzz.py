@@ -134,11 +134,17 @@ def test_decompress_random_bytes(data, wmb, wgs, n, group, precision):
 
 
 @fuzz
-@given(x=any_array(), line=st.one_of(st.none(), st.integers(-64, 4096)), surface=st.one_of(st.none(),
-       st.integers(-64, 1 << 16)), config=st.sampled_from(list(nvdla.Config.presets().values())))
+@given(x=st.one_of(any_array(), any_array(ndim=3), any_array(ndim=4)),
+       line=st.one_of(st.none(), st.integers(-64, 4096), st.integers(1, 64).map(lambda k: 32 * k)),
+       surface=st.one_of(st.none(), st.integers(-64, 1 << 16), st.integers(1, 512).map(lambda k: 32 * k)),
+       config=st.sampled_from(list(nvdla.Config.presets().values())))
 def test_feature(x, line, surface, config):
     buf = attempt(nvdla.pack_feature, x, config=config, line_stride=line, surface_stride=surface)
     if buf is not None:
+        # What was packed reads back: integers unchanged, floats as to_fp16 gives them.
+        want = nvdla.to_fp16(x) if x.dtype.kind == "f" else x
+        back = nvdla.unpack_feature(buf, x.shape, want.dtype, config=config, line_stride=line, surface_stride=surface)
+        assert np.array_equal(back.view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
         attempt(nvdla.unpack_feature, buf[: buf.size // 2], x.shape, np.int8, config=config, line_stride=line)
 
 
