@@ -316,9 +316,15 @@ def unpack(buf, name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=No
     With ``check_padding=True`` every position that holds no element must equal ``pad_value``,
     else LayoutError (useful against oracles). Raises as :func:`pack`, and LayoutError when
     ``buf`` is too short."""
-    lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
     dtype = _check_dtype(dtype, "dtype")
-    bound = lay.bind(eshape, dtype, pad_lo=lo, pad_hi=hi)
+    # The cached path of pack, for a tuple of Python ints only: the cache key must not let a
+    # float dimension or a list through (3.0 == 3 as a key; check_dims refuses them).
+    if padding is None and pad_lo is None and pad_hi is None and type(name) is str and type(shape) is tuple \
+            and all(type(v) is int for v in shape):
+        bound = _unpadded(name, shape, dtype)[1]
+    else:
+        lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
+        bound = lay.bind(eshape, dtype, pad_lo=lo, pad_hi=hi)
     out = bound.unpack(buf)
     if check_padding:
         expected = bound.pack(out, pad_value=pad_value)
