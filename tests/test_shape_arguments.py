@@ -129,3 +129,10 @@ def test_integer_arguments_accept_numpy_integers():
     assert ov.offset_of("b_fs_yx_fsv16", SHAPE, np.array((0, 1, 0, 0))) == 1
     assert hz.align_bpu_bytes(np.int64(17)) == hz.align_bpu_bytes(17) == 32
     assert hz.pad(X, aligned_shape=(1, 3, 4, 16), aligned_byte_size=np.int32(300)).size == 300
+
+
+@pytest.mark.parametrize("bad", [np.array(4), np.ones((2, 2), np.int64), 4, None, "1,3,4,4"],
+                         ids=["0-d array", "2-d array", "int", "None", "str"])
+def test_shape_that_is_not_a_sequence_is_named(bad):
+    with pytest.raises(TypeError, match=r"shape: expected a sequence of integers"):
+        npupack.Layout.parse("NCHW16c").nbytes(bad, np.int8)

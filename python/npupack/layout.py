@@ -190,7 +190,8 @@ def check_dims(shape, name: str, note: str = "", minimum: int = 1) -> tuple[int,
     shape, because the caches and checks would each read it and see different values.
     LayoutError for a value below ``minimum``; ``note`` ends that message (a spec reference).
     The rank is the caller's to check."""
-    if not isinstance(shape, (tuple, list, range, np.ndarray)) and not _is_sequence(shape):
+    if not isinstance(shape, (tuple, list, range)) and not _is_sequence(shape) \
+            and not (isinstance(shape, np.ndarray) and shape.ndim == 1):
         raise TypeError(f"{name}: expected a sequence of integers (tuple or list), got {shape!r}")
     dims = tuple(shape)
     for v in dims:
