@@ -155,11 +155,11 @@ def _v1_shape(shape) -> tuple:
 
 
 def _v2_descriptor(lay: DataLayout, shape, stride_npu, dtype, stride_onnx=None):
-    """(engine descriptor, scalar count N) for the stride rule of kneron.md 7."""
+    """(engine descriptor, scalar count N) for the stride rule of kneron.md 7; ``shape`` is
+    already checked (a tuple of ints >= 1)."""
     if stride_npu is None:
         raise ValueError("stride_npu: required for KL730/KL830 (the NEF's per-axis scalar strides; "
                          "predict_stride_npu() only predicts them; kneron.md 7)")
-    shape = check_dims(shape, "shape")
     strides = check_dims(stride_npu, "stride_npu", minimum=0)
     if len(strides) != len(shape):
         raise LayoutError(f"stride_npu: {len(strides)} entries for a {len(shape)}-d shape {shape} (kneron.md 7.10)")

@@ -190,8 +190,11 @@ def check_dims(shape, name: str, note: str = "", minimum: int = 1) -> tuple[int,
     shape, because the caches and checks would each read it and see different values.
     LayoutError for a value below ``minimum``; ``note`` ends that message (a spec reference).
     The rank is the caller's to check."""
-    if not isinstance(shape, (tuple, list, range)) and not _is_sequence(shape) \
-            and not (isinstance(shape, np.ndarray) and shape.ndim == 1):
+    if isinstance(shape, np.ndarray):
+        sequence = shape.ndim == 1
+    else:  # text is a Sequence too, but of characters
+        sequence = isinstance(shape, collections.abc.Sequence) and not isinstance(shape, (str, bytes))
+    if not sequence:
         raise TypeError(f"{name}: expected a sequence of integers (tuple or list), got {shape!r}")
     dims = tuple(shape)
     for v in dims:
@@ -209,10 +212,6 @@ def cache_safe(value, name: str, minimum: int = 1):
     key must not be the first to read a one-shot iterator (the checks would then see it
     empty)."""
     return value if value is None or type(value) is tuple else check_dims(value, name, minimum=minimum)
-
-
-def _is_sequence(value) -> bool:
-    return isinstance(value, collections.abc.Sequence) and not isinstance(value, (str, bytes))
 
 
 def is_int(v) -> bool:
