@@ -15,7 +15,8 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import Dim, check_dims, check_int, check_no_nan, check_out, little_endian, strided_layout
+from npupack.layout import (Dim, check_bool, check_dims, check_int, check_no_nan, check_out, is_int, little_endian,
+                            strided_layout)
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
            "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12", "unpack_nv12",
@@ -89,11 +90,16 @@ def _elem_size(value, arg: str = "dtype") -> int:
 
 def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int:
     """Round a byte extent up to the smallest ``block*k + r`` with r in ``steps`` or 0 (horizon.md
-    4.1): 16, 32, 64, 128, 256, 272, 288, 320, 384, 512, ... Raises ValueError for n < 1, TypeError
-    for a non-integer n."""
+    4.1): 16, 32, 64, 128, 256, 272, 288, 320, 384, 512, ... (bytes). Raises ValueError for n < 1,
+    a ``block`` < 1 or a step outside 1..block-1; TypeError for a non-integer n, block or step."""
     n = check_int(n, "n")
     if n < 1:
         raise ValueError(f"n: a byte extent must be >= 1, got {n}")
+    if check_int(block, "block") < 1:
+        raise ValueError(f"block: must be >= 1, got {block}")
+    steps = [check_int(s, "steps") for s in steps]
+    if any(not 1 <= s < block for s in steps):
+        raise ValueError(f"steps: each must be in 1..{block - 1} (below block), got {steps}")
     k, rem = divmod(n, block)
     if rem == 0:
         return n
@@ -314,7 +320,9 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
     """NV12 planes (horizon.md 5): ``y`` (H, W) and ``uv`` (H/2, W/2, 2) uint8 -> one buffer of
     ``H*Ws*3/2`` bytes (Y rows of ``Ws`` bytes, then interleaved UV rows), or ``(y_buf, uv_buf)``
     with ``separate=True``. ``Ws = align(W, w_align or rule.image_w_align)`` (16 on X3/X5, pass
-    32 for J6/S100); row tails are 0. Raises LayoutError for odd H/W or mismatched planes."""
+    32 for J6/S100); row tails are 0. Raises LayoutError for odd H/W or mismatched planes,
+    TypeError for planes that are not uint8 or a ``separate`` that is not a bool."""
+    separate = check_bool(separate, "separate")
     y, uv = np.asarray(y), np.asarray(uv)
     if y.dtype != np.uint8 or uv.dtype != np.uint8:
         raise TypeError(f"y, uv: NV12 planes are uint8, got {y.dtype}, {uv.dtype}")
@@ -359,6 +367,10 @@ def _params(properties, quanti_type, shift, scale, zero_point, axis):
 
 
 def _along(values, ndim, axis, name, dtype=np.float64):
+    if values is None:
+        raise ValueError(f"{name}: required by this quanti_type (horizon.md 7)")
+    if axis is not None and not is_int(axis):
+        raise TypeError(f"axis: expected an integer or None, got {axis!r}")
     v = np.asarray(values, dtype=dtype)
     if v.size <= 1:
         return v.reshape(())
@@ -371,24 +383,50 @@ def _along(values, ndim, axis, name, dtype=np.float64):
     return v.reshape(shape)
 
 
+def _whole(v: np.ndarray, name: str, lo: int, hi: int) -> np.ndarray:
+    """``v`` (float64) when every value is a whole number in lo..hi, else ValueError: a shift of
+    1.5 or a zero point of 0.5 is not truncated."""
+    if not np.all(np.isfinite(v) & (v == np.round(v)) & (v >= lo) & (v <= hi)):
+        raise ValueError(f"{name}: must be whole numbers in {lo}..{hi}, got {v.tolist()} (horizon.md 7)")
+    return v
+
+
+def _shift(shift, ndim, axis):
+    """SHIFT parameters: whole numbers in 0..255 (``uint8 *shiftData``, horizon.md 2)."""
+    return _whole(_along(shift, ndim, axis, "shift"), "shift", 0, 255)
+
+
+def _scale_zero_point(scale, zp, ndim, axis):
+    """SCALE parameters: scales finite and nonzero, zero points whole numbers of int32."""
+    sc = _along(scale, ndim, axis, "scale")
+    if not np.all(np.isfinite(sc) & (sc != 0)):
+        raise ValueError(f"scale: must be finite and nonzero, got {scale!r} (horizon.md 7)")
+    z = _whole(_along(zp if zp is not None else 0, ndim, axis, "zero_point"), "zero_point", -2**31, 2**31 - 1)
+    return sc, z
+
+
 def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None, properties=None):
     """int -> float32 (horizon.md 7): SHIFT ``q / 2**shift[k]``, SCALE ``(q - zp[k]) * scale[k]``
     (subtraction in integers), NONE: float32(q). ``k`` runs along ``axis`` when the parameters
     have more than one value. Parameters may come from ``properties`` (TensorProperties).
-    Returns float32 of ``q``'s shape. Raises ValueError for an unknown quanti_type or per-axis
-    parameters without a valid axis."""
+    Returns float32 of ``q``'s shape. Raises ValueError for an unknown quanti_type, a missing
+    parameter, per-axis parameters without a valid axis, a shift that is not a whole number in
+    0..255, a scale that is zero or not finite, a zero point that is not a whole int32; TypeError
+    for a ``q`` that is not numbers or an ``axis`` that is not an integer."""
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     arr = np.asarray(q)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"q: expected numbers, got {arr.dtype}")
     qt = str(qt or "NONE").upper()
     if qt == "NONE":
         return arr.astype(np.float32)
     if qt == "SHIFT":
-        s = _along(shift, arr.ndim, axis, "shift", np.int64)
-        return (arr.astype(np.float32) * np.exp2(-s.astype(np.float64)).astype(np.float32)).astype(np.float32)
+        s = _shift(shift, arr.ndim, axis)
+        return (arr.astype(np.float32) * np.exp2(-s).astype(np.float32)).astype(np.float32)
     if qt == "SCALE":
-        sc = _along(scale, arr.ndim, axis, "scale", np.float32)
-        z = _along(zp if zp is not None else 0, arr.ndim, axis, "zero_point", np.int64)
-        return ((arr.astype(np.int64) - z).astype(np.float32) * sc).astype(np.float32)
+        sc, z = _scale_zero_point(scale, zp, arr.ndim, axis)
+        return ((arr.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * sc.astype(np.float32)).astype(
+            np.float32)
     raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE")
 
 
@@ -397,9 +435,10 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
     """float -> int of ``dtype`` (horizon.md 7): SHIFT ``sat(round(x * 2**shift[k]))``, SCALE
     ``sat(round(x / scale[k] + zp[k]))``; computed in float64, rounded half to even (or
     "nearest_away"), always saturated to the type's range (+-inf too). Returns ``dtype`` of
-    ``x``'s shape. Raises ValueError for a missing dtype, bad rounding or quanti_type, a scale
-    that is zero or not finite, and a NaN in ``x`` (it has no integer; casting would give an
-    arbitrary one); TypeError for a non-integer dtype."""
+    ``x``'s shape. Raises ValueError for a missing dtype or parameter, bad rounding or
+    quanti_type, a shift that is not a whole number in 0..255, a scale that is zero or not finite,
+    a zero point that is not a whole int32, and a NaN in ``x`` (it has no integer; casting would
+    give an arbitrary one); TypeError for a non-integer dtype or ``axis``."""
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     if dtype is None and properties is not None:
         dtype = properties.tensor_type
@@ -413,12 +452,10 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
     arr = np.asarray(x, dtype=np.float64)
     qt = str(qt or "NONE").upper()
     if qt == "SHIFT":
-        v = arr * np.exp2(_along(shift, arr.ndim, axis, "shift"))
+        v = arr * np.exp2(_shift(shift, arr.ndim, axis))
     elif qt == "SCALE":
-        sc = _along(scale, arr.ndim, axis, "scale")
-        if not np.all(np.isfinite(sc) & (sc != 0)):
-            raise ValueError(f"scale: must be finite and nonzero, got {scale!r} (horizon.md 7)")
-        v = arr / sc + _along(zp if zp is not None else 0, arr.ndim, axis, "zero_point")
+        sc, z = _scale_zero_point(scale, zp, arr.ndim, axis)
+        v = arr / sc + z
     elif qt == "NONE":
         v = arr
     else:

@@ -18,7 +18,8 @@ import numpy as np
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile
-from npupack.layout import Dim, cache_safe, check_dims, check_no_nan, check_out, little_endian, strided_layout
+from npupack.layout import (Dim, cache_safe, check_bool, check_dims, check_dtype, check_int, check_no_nan, check_out,
+                            is_int, little_endian, strided_layout)
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -208,7 +209,8 @@ def _row_major(shape) -> tuple:
 
 def _clear_lsb(lay: DataLayout, chip: str, clear_lsb) -> bool:
     if clear_lsb is not None:
-        return bool(clear_lsb) and lay not in (DataLayout.KP_HW1C16B_LE, DataLayout.KP_HW1C16B_BE)
+        return check_bool(clear_lsb, "clear_lsb") and lay not in (DataLayout.KP_HW1C16B_LE,
+                                                                 DataLayout.KP_HW1C16B_BE)
     return chip in V2_CHIPS and lay in (DataLayout.KP_8W1C16B, DataLayout.KP_RAW_16B)
 
 
@@ -337,8 +339,10 @@ def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, 
     layout's scalar type).
 
     Input-only layouts (4W4C8B, the HW* formats) cannot be NPU outputs: decoding one raises
-    UnsupportedError unless ``allow_input_only=True`` (round trips, simulators). Otherwise raises
-    as :func:`pack`, and LayoutError when ``buf`` is too short."""
+    UnsupportedError unless ``allow_input_only=True`` (round trips, simulators). Layouts as
+    :func:`pack` (kneron.md 3, 7). Otherwise raises as :func:`pack`, LayoutError when ``buf`` is
+    too short, and TypeError when ``allow_input_only`` or ``clear_lsb`` is not a bool."""
+    allow_input_only = check_bool(allow_input_only, "allow_input_only")
     lay, chip, desc, eshape, total, dtype = _plan(layout, shape, chip, stride_npu, stride_onnx)
     if lay in _INPUT_ONLY and not allow_input_only:
         raise UnsupportedError(f"layout: {lay.vendor_name} is an input-only layout and cannot be an NPU output "
@@ -362,6 +366,14 @@ def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, 
     return out.reshape(tuple(int(v) for v in shape))
 
 
+def _axis_size(arr: np.ndarray, axis) -> Optional[int]:
+    """The length of ``arr`` along ``axis`` (None without an axis or for a 0-d array); an
+    out-of-range axis is left to _per_axis, which names it."""
+    if axis is None or not arr.ndim or not is_int(axis):
+        return None
+    return arr.shape[axis] if -arr.ndim <= axis < arr.ndim else None
+
+
 def _per_axis(values, ndim: int, axis: Optional[int], name: str, size: Optional[int]) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
     if v.ndim == 0 or v.size == 1:
@@ -379,15 +391,35 @@ def _per_axis(values, ndim: int, axis: Optional[int], name: str, size: Optional[
     return v.reshape(shape)
 
 
+def _radix_scale(radix, scale, ndim: int, axis: Optional[int], size: Optional[int]) -> tuple:
+    """``radix`` and ``scale`` as float64 arrays broadcasting along ``axis``: radix whole numbers
+    (a power-of-two exponent: 1.5 is not truncated), scale finite and > 0 (kneron.md 5)."""
+    if axis is not None:
+        if not is_int(axis):
+            raise TypeError(f"axis: expected an integer or None, got {axis!r}")
+        if not -ndim <= axis < ndim:
+            raise ValueError(f"axis: {axis} is out of range for a {ndim}-d tensor")
+    r = _per_axis(radix, ndim, axis, "radix", size)
+    s = _per_axis(scale, ndim, axis, "scale", size)
+    if not np.all(np.isfinite(r) & (r == np.round(r))):
+        raise ValueError(f"radix: must be whole numbers (a power-of-two exponent), got {radix!r} (kneron.md 5)")
+    if not np.all(np.isfinite(s) & (s > 0)):
+        raise ValueError(f"scale: must be finite and > 0, got {scale!r} (kneron.md 5)")
+    return r, s
+
+
 def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="nearest_even", dtype=None):
     """Host-side input quantisation (kneron.md 5): ``clip(round(x * scale * 2**radix))``.
 
     ``radix`` (int) and ``scale`` (float) are scalars or 1-D arrays along ``axis``. The result is
-    int8 or int16 (bits from ``layout``, else ``bits``, else 8); ``dtype=np.float32`` returns the
-    rounded values as float32 without clipping (for RAW_FLOAT models that expect scaled inputs).
-    Computed in float64; ``rounding`` "nearest_even" (default) or "nearest_away".
-    Raises ValueError for bad parameters or rounding, a scale that is not finite and > 0, and
-    a NaN in ``x`` for an integer result (it has no integer value); TypeError for non-real input.
+    int8 or int16 (bits from ``layout``, else ``bits``, else 8) of ``x``'s shape;
+    ``dtype=np.float32`` returns the rounded values as float32 without clipping (for RAW_FLOAT
+    models that expect scaled inputs). Computed in float64; ``rounding`` "nearest_even" (default)
+    or "nearest_away".
+    Raises ValueError for bad parameters or rounding, a radix that is not a whole number, a scale
+    that is not finite and > 0, a ``dtype`` other than float32, and a NaN in ``x`` for an integer
+    result (it has no integer value); TypeError for non-real input, a non-integer ``bits`` or
+    ``axis``.
     """
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiu":
@@ -398,17 +430,15 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
         bits = _SCALAR[DataLayout.named(layout).value]
         if bits == "f32":
             bits = None
-    bits = 8 if bits is None else int(bits)
+    bits = 8 if bits is None else check_int(bits, "bits")
     if bits not in (8, 16):
         raise ValueError(f"bits: 8 or 16, got {bits}")
-    size = arr.shape[axis] if axis is not None and arr.ndim else None
-    r = _per_axis(radix, arr.ndim, axis, "radix", size)
-    s = _per_axis(scale, arr.ndim, axis, "scale", size)
-    if not np.all(np.isfinite(s) & (s > 0)):
-        raise ValueError(f"scale: must be finite and > 0, got {scale!r} (kneron.md 5)")
+    if dtype is not None and check_dtype(dtype, "dtype") != np.float32:
+        raise ValueError(f"dtype: None (int8 / int16) or float32, got {dtype!r}")
+    r, s = _radix_scale(radix, scale, arr.ndim, axis, _axis_size(arr, axis))
     v = arr.astype(np.float64) * (s * np.exp2(r))
     v = np.rint(v) if rounding == "nearest_even" else np.sign(v) * np.floor(np.abs(v) + 0.5)
-    if dtype is not None and np.dtype(dtype) == np.float32:
+    if dtype is not None:
         return v.astype(np.float32)
     check_no_nan(arr, "x")
     lo, hi = (-128, 127) if bits == 8 else (-32768, 32767)
@@ -418,14 +448,13 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
 def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
     """Output dequantisation (kneron.md 5): ``float32(q) / (float32(scale) * float32(2**radix))``,
     bit for bit as the vendor decoder; per tensor or per index of ``axis``. Returns float32 of
-    ``q``'s shape. Raises TypeError for non-numeric ``q``, ValueError for per-axis parameters
-    without ``axis`` or of the wrong length."""
+    ``q``'s shape. Raises TypeError for non-numeric ``q`` or a non-integer ``axis``, ValueError
+    for per-axis parameters without ``axis`` or of the wrong length, a radix that is not a whole
+    number, a scale that is not finite and > 0."""
     arr = np.asarray(q)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"q: expected numbers, got {arr.dtype}")
-    size = arr.shape[axis] if axis is not None and arr.ndim else None
-    r = _per_axis(radix, arr.ndim, axis, "radix", size)
-    s = _per_axis(scale, arr.ndim, axis, "scale", size)
+    r, s = _radix_scale(radix, scale, arr.ndim, axis, _axis_size(arr, axis))
     factor = s.astype(np.float32) * np.exp2(r).astype(np.float32)
     return arr.astype(np.float32) / factor.astype(np.float32)
 

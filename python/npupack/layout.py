@@ -135,7 +135,9 @@ class BlockedLayout:
         path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small,
         read-only or sharing memory with ``x``; TypeError for an ``out`` that is not uint8;
         TypeError / ValueError for a ``pad_value`` that ``self.dtype`` cannot hold as given
-        (see :func:`pad_bytes`)."""
+        (see :func:`pad_bytes`); TypeError for a ``reference`` that is not a bool."""
+        if reference is not False:
+            reference = check_bool(reference, "reference")
         buf = _out_buffer(out, self.nbytes)
         x = little_endian(np.asarray(x))
         # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).
@@ -159,8 +161,10 @@ class BlockedLayout:
     def unpack(self, buf: np.ndarray, *, out: np.ndarray | None = None, reference: bool = False) -> np.ndarray:
         """Read the logical tensor (shape ``self.shape``, dtype ``self.dtype``) back from the
         packed ``buf`` (uint8, at least ``nbytes`` bytes). Bytes holding no element are ignored.
-        Raises TypeError for a non-uint8 ``buf``, LayoutError for a short ``buf`` or an ``out`` of
-        the wrong shape/itemsize."""
+        Raises TypeError for a non-uint8 ``buf`` or a ``reference`` that is not a bool,
+        LayoutError for a short ``buf`` or an ``out`` of the wrong shape/itemsize."""
+        if reference is not False:
+            reference = check_bool(reference, "reference")
         buf = as_byte_buffer(buf, "buf")
         if out is None:
             out = np.empty(self.shape, dtype=self.dtype)
@@ -225,6 +229,14 @@ def check_int(value, name: str) -> int:
     if not is_int(value):
         raise TypeError(f"{name}: expected an integer, got {value!r}")
     return int(value)
+
+
+def check_bool(value, name: str) -> bool:
+    """``value`` as a bool; TypeError naming ``name`` for anything else: a flag is never read by
+    truthiness ("no", 1 and None are not False or True)."""
+    if value is True or value is False or isinstance(value, np.bool_):
+        return bool(value)
+    raise TypeError(f"{name}: expected True or False, got {value!r}")
 
 
 def check_dtype(dtype, name: str) -> np.dtype:

@@ -21,7 +21,7 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile, _check_dtype
-from npupack.layout import check_dims, check_int
+from npupack.layout import check_bool, check_dims, check_int
 from npupack.openvino_table import LEFT_OUT, ROWS
 
 __all__ = ["FormatInfo", "formats", "parse_format", "parse_name", "layout", "nbytes", "packed_shape",
@@ -314,9 +314,12 @@ def unpack(buf, name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=No
     """Read a ``shape`` (logical order) tensor of ``dtype`` back from a packed buffer.
 
     With ``check_padding=True`` every position that holds no element must equal ``pad_value``,
-    else LayoutError (useful against oracles). Raises as :func:`pack`, and LayoutError when
-    ``buf`` is too short."""
+    else LayoutError (useful against oracles). Layouts as :func:`pack` (spec/openvino.md 3.2, 4).
+    Raises as :func:`pack`, LayoutError when ``buf`` is too short, TypeError when
+    ``check_padding`` is not a bool."""
     dtype = _check_dtype(dtype, "dtype")
+    if check_padding is not False:
+        check_padding = check_bool(check_padding, "check_padding")
     # The cached path of pack, for a tuple of Python ints only: the cache key must not let a
     # float dimension or a list through (3.0 == 3 as a key; check_dims refuses them).
     if padding is None and pad_lo is None and pad_hi is None and type(name) is str and type(shape) is tuple \

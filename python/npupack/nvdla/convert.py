@@ -9,7 +9,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import UnsupportedError
-from npupack.layout import check_int, little_endian
+from npupack.layout import check_bool, check_int, little_endian
 from npupack.nvdla.config import PRECISIONS, Config
 
 __all__ = ["to_fp16", "quantize_weights", "infer_precision", "convert_elements"]
@@ -51,8 +51,9 @@ def to_fp16(x, *, rounding: str = "nearest_even", saturate: bool = True) -> np.n
     ValueError
         ``rounding`` is not one of the two modes.
     TypeError
-        ``x`` has a dtype that is not real (complex, object, bool).
+        ``x`` has a dtype that is not real (complex, object, bool); ``saturate`` is not a bool.
     """
+    saturate = check_bool(saturate, "saturate")
     nearest_away = _check_rounding(rounding)
     arr = little_endian(np.asarray(x))
     if arr.dtype == np.float16:

@@ -19,10 +19,11 @@ from functools import lru_cache
 import numpy as np
 
 from npupack.errors import LayoutError
-from npupack.layout import (BlockedLayout, Dim, as_byte_buffer, check_dims, check_dtype, check_int, check_out,
-                            little_endian)
+from npupack.layout import (BlockedLayout, Dim, as_byte_buffer, check_bool, check_dims, check_dtype, check_int,
+                            check_out, little_endian)
 from npupack.nvdla.config import NV_FULL, Config, element_size
-from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
+from npupack.nvdla.convert import (_TARGET_DTYPE, _check_rounding, _pack_if_finite_fp16, convert_elements,
+                                   infer_precision)
 
 __all__ = ["FeatureStrides", "feature_strides", "feature_layout", "pack_feature", "unpack_feature"]
 
@@ -164,15 +165,21 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
     Raises
     ------
     TypeError
-        Unsupported dtype, float input for an int target, ``out`` not uint8.
+        Unsupported dtype, float input for an int target, ``out`` not uint8, ``saturate`` not
+        a bool.
     LayoutError
         Wrong ndim, a dimension < 1, a stride rule broken, ``out`` too small, read-only
         or sharing memory with ``x``.
     UnsupportedError
         The precision is not supported by ``config``.
     ValueError
-        Integer values that do not fit the target precision; a bad ``rounding``.
+        Integer values that do not fit the target precision; a bad ``rounding`` (whatever the
+        input dtype).
     """
+    if rounding != "nearest_even":
+        _check_rounding(rounding)
+    if saturate is not True:
+        saturate = check_bool(saturate, "saturate")
     arr = little_endian(x if type(x) is np.ndarray else np.asarray(x))
     if line_stride is None and surface_stride is None and batch_stride is None and type(precision) in (str, type(None)):
         # Default strides: shape, dtype and config decide everything, so the checks and the

@@ -9,7 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim
+from npupack.layout import BlockedLayout, Dim, check_int
 from npupack.nvdla.config import Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_config, check_stride,
@@ -20,7 +20,14 @@ __all__ = ["post_extension_factor"]
 
 def post_extension_factor(cdata: int, s: int, r: int, stride_x: int, mac_atomic_c: int) -> int:
     """nvdla/sw's automatic post-extension choice (nvdla.md 8.4): 4, 2 or 1 for a kernel of width
-    ``s`` and height ``r`` on a ``cdata``-component image read at x stride ``stride_x``."""
+    ``s`` and height ``r`` (elements) on a ``cdata``-component image read at x stride
+    ``stride_x``, with ``mac_atomic_c`` channels per MAC atom (``Config.mac_atomic_c``).
+    Raises TypeError for an argument that is not an integer, LayoutError for one < 1."""
+    args = dict(cdata=cdata, s=s, r=r, stride_x=stride_x, mac_atomic_c=mac_atomic_c)
+    for name, value in args.items():
+        if check_int(value, name) < 1:
+            raise LayoutError(f"{name}: must be >= 1, got {value}")
+    cdata, s, r, stride_x, mac_atomic_c = (int(v) for v in args.values())
     c_ext = cdata * s
     if stride_x > s:
         f = 1

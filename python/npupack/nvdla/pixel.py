@@ -18,7 +18,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_int, check_out, little_endian
+from npupack.layout import as_byte_buffer, check_bool, check_int, check_out, little_endian
 from npupack.nvdla.config import PRECISIONS
 from npupack.nvdla.convert import to_fp16
 
@@ -438,9 +438,11 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
 
     Raises ValueError for an unknown precision or a register value out of range (``offset`` and
     ``scale`` int16, ``truncate`` 0..63; nvdla.md 4.5), TypeError for a register value that is
-    not an integer (or, for ``offset``, one integer per component), UnsupportedError for a
-    precision pair the hardware lacks.
+    not an integer (or, for ``offset``, one integer per component) and for a ``cvt`` or
+    ``sign_override`` that is not a bool, UnsupportedError for a precision pair the hardware
+    lacks.
     """
+    cvt, sign_override = check_bool(cvt, "cvt"), check_bool(sign_override, "sign_override")
     fmt = _format(pixel_format)
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")

@@ -23,9 +23,9 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_out, little_endian
+from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_bool, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, PRECISIONS, Config
-from npupack.nvdla.convert import _TARGET_DTYPE, convert_elements
+from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements
 
 __all__ = ["USES", "bytes_per_atom", "SdpOperand", "pack_bias", "pack_prelu", "pack_batchnorm", "pack_eltwise",
            "unpack_sdp", "quantize_bias", "factorize_scales"]
@@ -199,6 +199,9 @@ def element_strides(shape, *, e: int, eb: int, config: Config, line_stride=None,
 def _operand(parts, *, use, mode, precision, data_size, config, line_stride=None, surface_stride=None,
              rounding="nearest_even", saturate=True, out=None) -> SdpOperand:
     _check_precision(precision, config)
+    if rounding != "nearest_even":
+        _check_rounding(rounding)
+    saturate = check_bool(saturate, "saturate")
     if mode not in _SHAPES:
         raise ValueError(f"mode: {mode!r} is not one of {MODES} (nvdla.md 12.2)")
     comps = _components(parts, precision, data_size, rounding, saturate)

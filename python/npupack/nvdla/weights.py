@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_out, little_endian
+from npupack.layout import as_byte_buffer, check_bool, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, element_size
 from npupack.nvdla.convert import _check_rounding, _pack_if_finite_fp16, convert_elements, infer_precision
 from npupack.nvdla.deconv import pack_deconv, unpack_deconv
@@ -166,7 +166,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     ------
     TypeError
         Unsupported dtype; float weights for an int target; ``out`` not uint8; non-integer
-        stride or groups.
+        stride or groups; ``saturate`` or ``allow_nan`` not a bool.
     LayoutError
         ``w`` not 4-d; a dimension < 1; K not divisible by groups; ``out`` too small,
         read-only or sharing memory with ``w``; a size that overflows.
@@ -181,6 +181,8 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
     if type(w) is np.ndarray:
         w = little_endian(w)  # the same values; the NVDLA dtypes are little-endian (nvdla.md 2.1)
+    if saturate is not True or allow_nan is not False:
+        saturate, allow_nan = check_bool(saturate, "saturate"), check_bool(allow_nan, "allow_nan")
     if kind != "dc":
         if kind not in _KINDS:
             raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
@@ -327,6 +329,7 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
         layer is invalid.
     """
     items = list(weights)
+    saturate, allow_nan = check_bool(saturate, "saturate"), check_bool(allow_nan, "allow_nan")
     if isinstance(groups, (int, np.integer)) and not isinstance(groups, (bool, np.bool_)):
         group_list = [groups] * len(items)
     else:
@@ -425,13 +428,14 @@ def unpack_weights(surfaces, *, logical: bool = True) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``surfaces`` is not a WeightSurfaces (or a tuple of them).
+        ``surfaces`` is not a WeightSurfaces (or a tuple of them); ``logical`` is not a bool.
     ValueError
         Winograd with ``logical=True``.
     LayoutError
         ``weight`` shorter than ``meaningful_bytes``; corrupted compressed surfaces; deconvolution
         sets missing or of different layers.
     """
+    logical = check_bool(logical, "logical")
     if isinstance(surfaces, (tuple, list)):
         if not surfaces or not all(isinstance(s, WeightSurfaces) for s in surfaces):
             raise TypeError("surfaces: expected a WeightSurfaces or a non-empty tuple of deconvolution sets")

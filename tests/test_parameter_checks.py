@@ -1,0 +1,191 @@
+"""Flags and scalar parameters of the public API: a flag is True or False (or a NumPy bool), never
+read by truthiness ("no" used to mean True); a rounding mode is checked whatever the input dtype
+(a float16 feature cube used to skip the check); quantisation parameters keep their documented
+domain (Kneron radix and Horizon shift are whole power-of-two exponents, a Horizon zero point a
+whole int32, a dequantisation scale finite and nonzero) instead of being truncated or turned into
+NaN; the helper functions that take plain integers (post-extension choice, BPU byte alignment)
+refuse zero, negative and fractional values with an error naming the argument."""
+import numpy as np
+import pytest
+
+import npupack
+import npupack.horizon as hz
+import npupack.kneron as kn
+import npupack.nvdla as nv
+import npupack.openvino as ov
+
+W8 = np.arange(-72, 72, dtype=np.int8).reshape(4, 4, 3, 3)
+W16 = (np.arange(144, dtype=np.float32).reshape(4, 4, 3, 3) / 7).astype(np.float16)
+X16 = (np.arange(64, dtype=np.float32).reshape(1, 4, 4, 4) / 3).astype(np.float16)
+X8 = np.arange(48, dtype=np.int8).reshape(1, 3, 4, 4)
+STRIDE_NPU = (256, 1, 64, 16)  # kneron.md 7: 1W16C8B on KL730 for X8's shape
+Y = np.arange(32, dtype=np.uint8).reshape(4, 8)
+UV = np.arange(16, dtype=np.uint8).reshape(2, 4, 2)
+IMG = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+
+# flag name -> f(value): the public call that takes the flag, everything else valid.
+FLAGS = {
+    "to_fp16 saturate": ("saturate", lambda v: nv.to_fp16(np.array([1e6, 1.5]), saturate=v)),
+    "pack_feature saturate": ("saturate", lambda v: nv.pack_feature(X16, saturate=v)),
+    "pack_weights saturate": ("saturate", lambda v: nv.pack_weights(W16, saturate=v).weight),
+    "pack_weights saturate (int8)": ("saturate", lambda v: nv.pack_weights(W8, saturate=v).weight),
+    "pack_weights allow_nan": ("allow_nan", lambda v: nv.pack_weights(W16, allow_nan=v).weight),
+    "pack_weights_many saturate": ("saturate", lambda v: nv.pack_weights_many([W16], saturate=v)[0].weight),
+    "unpack_weights logical": ("logical", lambda v: nv.unpack_weights(nv.pack_weights(W8), logical=v)),
+    "pack_bias saturate": ("saturate", lambda v: nv.pack_bias(np.arange(4, dtype=np.int8), precision="int8",
+                                                              saturate=v).data),
+    "convert_pixel_precision cvt": ("cvt", lambda v: nv.convert_pixel_precision(IMG, "T_A8B8G8R8", "int8",
+                                                                               cvt=v)),
+    "convert_pixel_precision sign_override": ("sign_override", lambda v: nv.convert_pixel_precision(
+        IMG, "T_A8B8G8R8", "int8", sign_override=v)),
+    "openvino.unpack check_padding": ("check_padding", lambda v: ov.unpack(
+        ov.pack(X8, "b_fs_yx_fsv16"), "b_fs_yx_fsv16", X8.shape, np.int8, check_padding=v)),
+    "horizon.pack_nv12 separate": ("separate", lambda v: hz.pack_nv12(Y, UV, separate=v)),
+    "kneron.pack clear_lsb": ("clear_lsb", lambda v: kn.pack(X8.astype(np.int16), "RAW_16B", chip="kl730",
+                                                             stride_npu=(48, 16, 4, 1), clear_lsb=v)),
+    "kneron.unpack allow_input_only": ("allow_input_only", lambda v: kn.unpack(
+        kn.pack(X8, "1W16C8B", chip="kl730", stride_npu=STRIDE_NPU), "1W16C8B", X8.shape, chip="kl730",
+        stride_npu=STRIDE_NPU, allow_input_only=v)),
+    "Layout.pack reference": ("reference", lambda v: npupack.Layout.parse("NCHW16c").bind(X8.shape, np.int8)
+                              .pack(X8, reference=v)),
+}
+
+
+def _result(r):
+    return tuple(np.asarray(a) for a in r) if isinstance(r, tuple) else np.asarray(r)
+
+
+# None is clear_lsb's default (the chip decides; kneron.md 7), a bad value for every other flag.
+BAD = [(case, bad) for case in FLAGS for bad in ("no", "", 1, 0, None, 1.0)
+       if not (FLAGS[case][0] == "clear_lsb" and bad is None)]
+
+
+@pytest.mark.parametrize("case, bad", BAD, ids=[f"{c}-{b!r}" for c, b in BAD])
+def test_flag_must_be_a_bool(case, bad):
+    name, call = FLAGS[case]
+    with pytest.raises(TypeError, match=f"{name}: expected True or False"):
+        call(bad)
+
+
+@pytest.mark.parametrize("case", list(FLAGS))
+@pytest.mark.parametrize("flag", [True, False])
+def test_numpy_bool_is_a_bool(case, flag):
+    """np.bool_ (what a comparison of arrays gives) is accepted and means the same as bool."""
+    call = FLAGS[case][1]
+    try:
+        want = _result(call(flag))
+    except (ValueError, npupack.UnsupportedError):  # the flag value itself is refused here
+        with pytest.raises((ValueError, npupack.UnsupportedError)):
+            call(np.bool_(flag))
+        return
+    got = _result(call(np.bool_(flag)))
+    if isinstance(want, tuple):
+        assert all(np.array_equal(a, b) for a, b in zip(want, got))
+    else:
+        assert np.array_equal(want, got)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: nv.pack_feature(X16, rounding="up"),  # float16 input: packed without a conversion
+    lambda: nv.pack_feature(X8, rounding="up"),
+    lambda: nv.pack_bias(np.arange(4, dtype=np.int8), precision="int8", rounding="up"),
+], ids=["feature fp16", "feature int8", "bias int8"])
+def test_rounding_checked_whatever_the_dtype(call):
+    with pytest.raises(ValueError, match="rounding: 'up'"):
+        call()
+
+
+@pytest.mark.parametrize("args, error, match", [
+    ((3, 0, 3, 1, 64), npupack.LayoutError, "s: must be >= 1"),
+    ((0, 3, 3, 1, 64), npupack.LayoutError, "cdata: must be >= 1"),
+    ((3, 3, 3, -1, 64), npupack.LayoutError, "stride_x: must be >= 1"),
+    ((3.5, 3, 3, 1, 64), TypeError, "cdata: expected an integer"),
+    ((3, 3, 3, 1, True), TypeError, "mac_atomic_c: expected an integer"),
+])
+def test_post_extension_factor_arguments(args, error, match):
+    with pytest.raises(error, match=match):
+        nv.post_extension_factor(*args)
+
+
+def test_post_extension_factor_takes_numpy_integers():
+    assert nv.post_extension_factor(*map(np.int64, (4, 3, 3, 1, 64))) == nv.post_extension_factor(4, 3, 3, 1, 64)
+
+
+@pytest.mark.parametrize("kw, error, match", [
+    (dict(block=0), ValueError, "block: must be >= 1"),
+    (dict(block=2.5), TypeError, "block: expected an integer"),
+    (dict(steps=(16, 300)), ValueError, r"steps: each must be in 1\.\.255"),
+    (dict(steps=(0,)), ValueError, "steps: each must be in"),
+    (dict(steps=(1.5,)), TypeError, "steps: expected an integer"),
+])
+def test_align_bpu_bytes_block_and_steps(kw, error, match):
+    with pytest.raises(error, match=match):
+        hz.align_bpu_bytes(100, **kw)
+
+
+def test_align_bpu_bytes_custom_rule():
+    """A rule of 128-byte blocks with one 64-byte step: the definition (horizon.md 4.1) by hand."""
+    assert [hz.align_bpu_bytes(n, block=128, steps=(64,)) for n in (1, 64, 65, 128, 129, 193)] == \
+        [64, 64, 128, 128, 192, 256]
+    assert hz.align_bpu_bytes(100, steps=()) == 256
+
+
+F = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: kn.quantize(F, 1.5, 1.0), ValueError, "radix: must be whole numbers"),
+    (lambda: kn.quantize(F, np.nan, 1.0), ValueError, "radix: must be whole numbers"),
+    (lambda: kn.quantize(F, [1, 2.5, 3], 1.0, axis=0), ValueError, "radix: must be whole numbers"),
+    (lambda: kn.quantize(F, 1, 1.0, axis=7), ValueError, "axis: 7 is out of range"),
+    (lambda: kn.quantize(F, 1, 1.0, axis=1.0), TypeError, "axis: expected an integer"),
+    (lambda: kn.quantize(F, 1, 1.0, bits=8.7), TypeError, "bits: expected an integer"),
+    (lambda: kn.quantize(F, 1, 1.0, dtype=np.int32), ValueError, "dtype: None"),
+    (lambda: kn.dequantize(np.ones(3, np.int8), 1, 0.0), ValueError, "scale: must be finite and > 0"),
+    (lambda: kn.dequantize(np.ones(3, np.int8), 0.5, 1.0), ValueError, "radix: must be whole numbers"),
+    (lambda: kn.dequantize(np.ones(3, np.int8), 1, 1.0, axis=3), ValueError, "axis: 3 is out of range"),
+])
+def test_kneron_quantisation_parameters(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_kneron_whole_radix_as_float_or_numpy_integer():
+    want = kn.quantize(F, 3, 0.5)
+    assert np.array_equal(kn.quantize(F, 3.0, 0.5), want)
+    assert np.array_equal(kn.quantize(F, np.int64(3), 0.5), want)
+    # clip(round(x * scale * 2**radix)) by hand for the per-axis case (kneron.md 5)
+    per_axis = kn.quantize(F, [1, 2, 3], 1.0, axis=0)
+    assert np.array_equal(per_axis, np.rint(F.astype(np.float64) * np.array([[2.0], [4.0], [8.0]])).astype(np.int8))
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: hz.quantize([0.5], dtype="S8", quanti_type="SHIFT", shift=1.5), ValueError, "shift: must be whole"),
+    (lambda: hz.quantize([0.5], dtype="S8", quanti_type="SHIFT", shift=-1), ValueError, "shift: must be whole"),
+    (lambda: hz.quantize([0.5], dtype="S8", quanti_type="SHIFT", shift=256), ValueError, "shift: must be whole"),
+    (lambda: hz.quantize([0.5], dtype="S8", quanti_type="SHIFT", shift=np.nan), ValueError, "shift: must be whole"),
+    (lambda: hz.quantize([0.5], dtype="S8", quanti_type="SHIFT"), ValueError, "shift: required"),
+    (lambda: hz.quantize([0.5], dtype="S8", quanti_type="SCALE", scale=1.0, zero_point=0.5), ValueError,
+     "zero_point: must be whole"),
+    (lambda: hz.quantize(np.ones((2, 2)), dtype="S8", quanti_type="SCALE", scale=[1.0, 2.0], axis=1.0), TypeError,
+     "axis: expected an integer"),
+    (lambda: hz.dequantize([1, 2], quanti_type="SHIFT", shift=1.5), ValueError, "shift: must be whole"),
+    (lambda: hz.dequantize([1, 2], quanti_type="SCALE", scale=0.0), ValueError, "scale: must be finite and nonzero"),
+    (lambda: hz.dequantize([1, 2], quanti_type="SCALE", scale=np.nan), ValueError, "scale: must be finite"),
+    (lambda: hz.dequantize([1, 2], quanti_type="SCALE", scale=1.0, zero_point=0.5), ValueError,
+     "zero_point: must be whole"),
+    (lambda: hz.dequantize(["1"], quanti_type="NONE"), TypeError, "q: expected numbers"),
+])
+def test_horizon_quantisation_parameters(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_horizon_whole_parameters_as_floats():
+    """A shift or zero point given as a whole float means the same as the integer (horizon.md 7
+    formulas by hand)."""
+    assert hz.dequantize([1000], quanti_type="SHIFT", shift=8.0).tolist() == [1000 / 256]
+    assert hz.quantize([0.5, 1.0], dtype="S8", quanti_type="SCALE", scale=0.25, zero_point=3.0).tolist() == \
+        [2 + 3, 4 + 3]
+    assert hz.dequantize(np.array([10], np.int8), quanti_type="SCALE", scale=0.5, zero_point=np.int32(4)).tolist() \
+        == [3.0]
