@@ -189,3 +189,22 @@ def test_horizon_whole_parameters_as_floats():
         [2 + 3, 4 + 3]
     assert hz.dequantize(np.array([10], np.int8), quanti_type="SCALE", scale=0.5, zero_point=np.int32(4)).tolist() \
         == [3.0]
+
+
+@pytest.mark.parametrize("shape, error, match", [
+    ((1, 2.5, 3, 3), TypeError, "shape: dimensions must be integers"),
+    ((3, 3), npupack.LayoutError, r"shape: \(C, H, W\) or \(N, C, H, W\)"),
+    ((8, 0, 1), npupack.LayoutError, "shape: every dimension must be >= 1"),
+])
+def test_check_alignment_shape(shape, error, match):
+    with pytest.raises(error, match=match):
+        nv.check_alignment("feature", shape=shape)
+
+
+def test_post_extension_is_an_integer_factor():
+    w = np.ones((4, 3, 3, 3), np.int8)
+    with pytest.raises(ValueError, match="post_extension: 'auto', 1, 2 or 4, got 2.0"):
+        nv.pack_weights(w, kind="image", pixel_format="T_A8B8G8R8", post_extension=2.0)
+    one = nv.pack_weights(w, kind="image", pixel_format="T_A8B8G8R8", post_extension=1).weight
+    assert np.array_equal(nv.pack_weights(w, kind="image", pixel_format="T_A8B8G8R8",
+                                          post_extension=np.int64(1)).weight, one)

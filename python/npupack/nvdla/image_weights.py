@@ -9,7 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, check_int
+from npupack.layout import BlockedLayout, Dim, check_int, is_int
 from npupack.nvdla.config import Config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_config, check_stride,
@@ -86,7 +86,7 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
     atomic_c = config.mac_atomic_c
     if post_extension == "auto":
         f = post_extension_factor(cdata, s, r, sx, atomic_c)
-    elif post_extension in (1, 2, 4) and not isinstance(post_extension, bool):
+    elif is_int(post_extension) and post_extension in (1, 2, 4):  # 2.0 is not a factor
         f = int(post_extension)
         if f > 1 and c_ext > atomic_c // f:
             raise UnsupportedError(f"post_extension: {f} needs C' = Cdata*S = {c_ext} <= mac_atomic_c // {f} = "

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from npupack.errors import LayoutError, UnsupportedError
+from npupack.layout import check_dims
 from npupack.nvdla.config import NV_FULL, PRECISIONS, Config
 
 __all__ = ["PrecisionRule", "PRECISION_TABLES", "check_precision", "FP16_INF_AS", "FP16_RULES", "AlignmentRule",
@@ -192,9 +193,10 @@ def check_alignment(kind: str, *, config: Config = NV_FULL, address=None, line_s
         Atom size and weight size alignment.
     address, line_stride, surface_stride, batch_stride, size : int, optional, bytes
         The values to check; omitted ones are not checked.
-    shape : (C, H, W) or (N, C, H, W), optional
+    shape : (C, H, W) or (N, C, H, W), optional, elements
         For "feature" / "eltwise" / "bias": a 1x1 cube must have ``surface_stride`` equal to its
-        atom (the surface-packed case, nvdla.md 3.3).
+        atom (the surface-packed case, nvdla.md 3.3). Checked like any shape: 3 or 4 integers
+        >= 1.
 
     Returns
     -------
@@ -204,10 +206,17 @@ def check_alignment(kind: str, *, config: Config = NV_FULL, address=None, line_s
     Raises
     ------
     LayoutError
-        The first value that breaks its rule, naming it, the value and the alignment.
+        The first value that breaks its rule, naming it, the value and the alignment; a
+        ``shape`` that is not 3 or 4 dimensions >= 1.
     ValueError
         Unknown ``kind``.
+    TypeError
+        A value or a ``shape`` entry that is not an integer.
     """
+    if shape is not None:
+        shape = check_dims(shape, "shape")
+        if len(shape) not in (3, 4):
+            raise LayoutError(f"shape: (C, H, W) or (N, C, H, W), got {shape}")
     rules = alignment_rules(config)
     if kind not in rules:
         raise ValueError(f"kind: {kind!r} is not one of {tuple(rules)} (nvdla.md 15)")
