@@ -110,7 +110,9 @@ def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int
 
 
 def tensor_layout(layout) -> str:
-    """Normalise a tensorLayout: "NHWC"/"NCHW" (or HB_DNN_LAYOUT_* names); NONE is unsupported."""
+    """Normalise a tensorLayout (horizon.md 4.2): "NHWC" / "NCHW", any case, or the
+    HB_DNN_LAYOUT_* names; returns "NHWC" or "NCHW". Raises UnsupportedError for NONE or anything
+    else (the alignment rule is defined for those two layouts only)."""
     key = str(layout).upper().replace("HB_DNN_LAYOUT_", "")
     if key in ("NHWC", "NCHW"):
         return key

@@ -12,7 +12,8 @@ PRECISIONS = ("int8", "int16", "fp16")
 
 
 def element_size(precision: str) -> int:
-    """Bytes per element of an NVDLA precision: int8 = 1, int16 = fp16 = 2 (spec 0.2, ``es``)."""
+    """Bytes per element of an NVDLA precision: int8 = 1, int16 = fp16 = 2 (spec 0.2, ``es``).
+    Raises ValueError for any other precision."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
     return 1 if precision == "int8" else 2
