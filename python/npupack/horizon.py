@@ -15,8 +15,8 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import (Dim, check_bool, check_dims, check_int, check_no_nan, check_out, is_int, little_endian,
-                            strided_layout)
+from npupack.layout import (Dim, check_bool, check_dims, check_int, check_no_nan, check_out, check_whole,
+                            little_endian, strided_layout)
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
            "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12", "unpack_nv12",
@@ -368,12 +368,12 @@ def _params(properties, quanti_type, shift, scale, zero_point, axis):
     return quanti_type, shift, scale, zero_point, axis
 
 
-def _along(values, ndim, axis, name, dtype=np.float64):
+def _along(values, ndim, axis, name):
     if values is None:
         raise ValueError(f"{name}: required by this quanti_type (horizon.md 7)")
-    if axis is not None and not is_int(axis):
-        raise TypeError(f"axis: expected an integer or None, got {axis!r}")
-    v = np.asarray(values, dtype=dtype)
+    if axis is not None:
+        check_int(axis, "axis")
+    v = np.asarray(values, dtype=np.float64)
     if v.size <= 1:
         return v.reshape(())
     if axis is None or axis < 0:
@@ -385,17 +385,9 @@ def _along(values, ndim, axis, name, dtype=np.float64):
     return v.reshape(shape)
 
 
-def _whole(v: np.ndarray, name: str, lo: int, hi: int) -> np.ndarray:
-    """``v`` (float64) when every value is a whole number in lo..hi, else ValueError: a shift of
-    1.5 or a zero point of 0.5 is not truncated."""
-    if not np.all(np.isfinite(v) & (v == np.round(v)) & (v >= lo) & (v <= hi)):
-        raise ValueError(f"{name}: must be whole numbers in {lo}..{hi}, got {v.tolist()} (horizon.md 7)")
-    return v
-
-
 def _shift(shift, ndim, axis):
     """SHIFT parameters: whole numbers in 0..255 (``uint8 *shiftData``, horizon.md 2)."""
-    return _whole(_along(shift, ndim, axis, "shift"), "shift", 0, 255)
+    return check_whole(_along(shift, ndim, axis, "shift"), "shift", " (horizon.md 7)", 0, 255)
 
 
 def _scale_zero_point(scale, zp, ndim, axis):
@@ -403,7 +395,8 @@ def _scale_zero_point(scale, zp, ndim, axis):
     sc = _along(scale, ndim, axis, "scale")
     if not np.all(np.isfinite(sc) & (sc != 0)):
         raise ValueError(f"scale: must be finite and nonzero, got {scale!r} (horizon.md 7)")
-    z = _whole(_along(zp if zp is not None else 0, ndim, axis, "zero_point"), "zero_point", -2**31, 2**31 - 1)
+    z = check_whole(_along(zp if zp is not None else 0, ndim, axis, "zero_point"), "zero_point", " (horizon.md 7)",
+                    -2**31, 2**31 - 1)
     return sc, z
 
 

@@ -19,7 +19,7 @@ from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile
 from npupack.layout import (Dim, cache_safe, check_bool, check_dims, check_dtype, check_int, check_no_nan, check_out,
-                            is_int, little_endian, strided_layout)
+                            check_whole, little_endian, strided_layout)
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -366,15 +366,8 @@ def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, 
     return out.reshape(tuple(int(v) for v in shape))
 
 
-def _axis_size(arr: np.ndarray, axis) -> Optional[int]:
-    """The length of ``arr`` along ``axis`` (None without an axis or for a 0-d array); an
-    out-of-range axis is left to _per_axis, which names it."""
-    if axis is None or not arr.ndim or not is_int(axis):
-        return None
-    return arr.shape[axis] if -arr.ndim <= axis < arr.ndim else None
-
-
 def _per_axis(values, ndim: int, axis: Optional[int], name: str, size: Optional[int]) -> np.ndarray:
+    """``values`` as float64, a scalar or shaped to broadcast along ``axis`` (already checked)."""
     v = np.asarray(values, dtype=np.float64)
     if v.ndim == 0 or v.size == 1:
         return v.reshape(())
@@ -382,8 +375,6 @@ def _per_axis(values, ndim: int, axis: Optional[int], name: str, size: Optional[
         raise ValueError(f"{name}: a scalar or a 1-D array, got shape {v.shape}")
     if axis is None:
         raise ValueError(f"{name}: {v.size} values need axis= (the quantised axis)")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis: {axis} is out of range for a {ndim}-d tensor")
     if size is not None and v.size != size:
         raise ValueError(f"{name}: {v.size} values for an axis of size {size}")
     shape = [1] * ndim
@@ -391,18 +382,17 @@ def _per_axis(values, ndim: int, axis: Optional[int], name: str, size: Optional[
     return v.reshape(shape)
 
 
-def _radix_scale(radix, scale, ndim: int, axis: Optional[int], size: Optional[int]) -> tuple:
-    """``radix`` and ``scale`` as float64 arrays broadcasting along ``axis``: radix whole numbers
-    (a power-of-two exponent: 1.5 is not truncated), scale finite and > 0 (kneron.md 5)."""
+def _radix_scale(radix, scale, arr: np.ndarray, axis) -> tuple:
+    """``radix`` and ``scale`` for ``arr`` as float64 arrays broadcasting along ``axis`` (an
+    integer in range, or None): radix whole numbers (a power-of-two exponent: 1.5 is not
+    truncated), scale finite and > 0 (kneron.md 5)."""
+    ndim, size = arr.ndim, None
     if axis is not None:
-        if not is_int(axis):
-            raise TypeError(f"axis: expected an integer or None, got {axis!r}")
-        if not -ndim <= axis < ndim:
+        if not -ndim <= check_int(axis, "axis") < ndim:
             raise ValueError(f"axis: {axis} is out of range for a {ndim}-d tensor")
-    r = _per_axis(radix, ndim, axis, "radix", size)
+        size = arr.shape[axis]
+    r = check_whole(_per_axis(radix, ndim, axis, "radix", size), "radix", " (a power-of-two exponent; kneron.md 5)")
     s = _per_axis(scale, ndim, axis, "scale", size)
-    if not np.all(np.isfinite(r) & (r == np.round(r))):
-        raise ValueError(f"radix: must be whole numbers (a power-of-two exponent), got {radix!r} (kneron.md 5)")
     if not np.all(np.isfinite(s) & (s > 0)):
         raise ValueError(f"scale: must be finite and > 0, got {scale!r} (kneron.md 5)")
     return r, s
@@ -435,7 +425,7 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
         raise ValueError(f"bits: 8 or 16, got {bits}")
     if dtype is not None and check_dtype(dtype, "dtype") != np.float32:
         raise ValueError(f"dtype: None (int8 / int16) or float32, got {dtype!r}")
-    r, s = _radix_scale(radix, scale, arr.ndim, axis, _axis_size(arr, axis))
+    r, s = _radix_scale(radix, scale, arr, axis)
     v = arr.astype(np.float64) * (s * np.exp2(r))
     v = np.rint(v) if rounding == "nearest_even" else np.sign(v) * np.floor(np.abs(v) + 0.5)
     if dtype is not None:
@@ -454,7 +444,7 @@ def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
     arr = np.asarray(q)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"q: expected numbers, got {arr.dtype}")
-    r, s = _radix_scale(radix, scale, arr.ndim, axis, _axis_size(arr, axis))
+    r, s = _radix_scale(radix, scale, arr, axis)
     factor = s.astype(np.float32) * np.exp2(r).astype(np.float32)
     return arr.astype(np.float32) / factor.astype(np.float32)
 

@@ -231,6 +231,19 @@ def check_int(value, name: str) -> int:
     return int(value)
 
 
+def check_whole(values: np.ndarray, name: str, note: str, lo=None, hi=None) -> np.ndarray:
+    """``values`` (a float64 array) when every value is a finite whole number, within [lo, hi]
+    where given; else ValueError naming ``name`` (a shift of 1.5 or a radix of NaN is neither
+    truncated nor cast to an arbitrary integer). ``note`` ends the message (a spec reference)."""
+    ok = np.isfinite(values) & (values == np.round(values))
+    if lo is not None:
+        ok &= (values >= lo) & (values <= hi)
+    if not np.all(ok):
+        span = "" if lo is None else f" in {lo}..{hi}"
+        raise ValueError(f"{name}: must be whole numbers{span}, got {values.tolist()}{note}")
+    return values
+
+
 def check_bool(value, name: str) -> bool:
     """``value`` as a bool; TypeError naming ``name`` for anything else: a flag is never read by
     truthiness ("no", 1 and None are not False or True)."""
