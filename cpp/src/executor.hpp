@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "npupack/checked.hpp"
+#include "npupack/cpu.hpp"
 #include "npupack/layout.hpp"
 #include "npupack/prefetch.hpp"
 #include "npupack/spread.hpp"
@@ -14,6 +15,10 @@
 #include "npupack/transpose.hpp"
 
 #include "fp16_test.hpp"
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 namespace npupack {
 namespace detail {
@@ -492,13 +497,22 @@ class Executor {
   // copy_rows_ahead for rows of `row` bytes (a multiple of 16) of 16-bit elements, returning
   // whether every element moved is finite as binary16 (kFp16NonFinite): the test rides on
   // the copy's loads instead of a second pass over the slab. N > 0: rows of exactly N bytes
-  // (channel blocks of 64 or 128 bytes), unrolled; 0: any multiple of 16.
+  // (channel blocks of 64 or 128 bytes), unrolled, with 32-byte moves where the CPU has AVX2;
+  // 0: any multiple of 16. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
+  // so the loop keeps only the largest magnitude per lane and compares once at the end (and + max
+  // per vector instead of and + compare + or). Copying the 64-byte blocks of (2048,512,1,1)
+  // fp16, the SSE2 and + compare + or test cost about 10 % over plain copies; AVX2 and + max
+  // about nothing.
   template <int64_t N>
   static bool copy_rows_finite16(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, int64_t row,
                                  Ahead ahead) {
     if (N > 0) row = N;
 #if defined(__SSE2__)
-    __m128i bad = _mm_setzero_si128();
+    if constexpr (N > 0 && N % 32 == 0) {
+      if (cpu().avx2) return copy_rows_finite16_avx2<N>(src, sstep, dst, dstep, n, ahead);
+    }
+    const __m128i mag = _mm_set1_epi16(0x7FFF);
+    __m128i top = _mm_setzero_si128();
     for (int64_t i = 0; i < n; ++i) {
       ahead.step();
       const char* s = src + i * sstep;
@@ -507,10 +521,10 @@ class Executor {
       for (int64_t b = 0; b < row; b += 16) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(d + b), v);
-        bad = _mm_or_si128(bad, fp16_lanes_sse2(v, kFp16NonFinite));
+        top = _mm_max_epi16(top, _mm_and_si128(v, mag));
       }
     }
-    return _mm_movemask_epi8(bad) == 0;
+    return _mm_movemask_epi8(_mm_cmpgt_epi16(top, _mm_set1_epi16(0x7BFF))) == 0;
 #else
     bool finite = true;
     for (int64_t i = 0; i < n; ++i) {
@@ -525,6 +539,26 @@ class Executor {
     return finite;
 #endif
   }
+#if defined(__SSE2__)
+  template <int64_t N>
+  __attribute__((target("avx2"))) static bool copy_rows_finite16_avx2(const char* src, int64_t sstep, char* dst,
+                                                                      int64_t dstep, int64_t n, Ahead ahead) {
+    const __m256i mag = _mm256_set1_epi16(0x7FFF);
+    __m256i top = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n; ++i) {
+      ahead.step();
+      const char* s = src + i * sstep;
+      char* d = dst + i * dstep;
+#pragma GCC unroll 4
+      for (int64_t b = 0; b < N; b += 32) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + b));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + b), v);
+        top = _mm256_max_epi16(top, _mm256_and_si256(v, mag));
+      }
+    }
+    return _mm256_movemask_epi8(_mm256_cmpgt_epi16(top, _mm256_set1_epi16(0x7BFF))) == 0;
+  }
+#endif
   // The pending prefetch range (next_slab_part), handed to a kernel that takes it over `steps`.
   Ahead take_ahead(int64_t steps) {
     const Ahead ahead(pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr, pf_hi_ - pf_lo_, steps);

@@ -183,12 +183,16 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
     if (ex.outer_slabs()) {
       if (!ex.fills_holes()) fill_holes(L, packed, pad);
       std::atomic<bool> ok{true}, covers{false};
-      // Slabs that fit in L1 are only checked, just before they are packed: the pack then reads
-      // them from L1, and testing inside the transposes did not pay there ((1,1024,14,14) fp16
-      // feature data, 6 KB surfaces, and (64,64,3,3) DC weights, 18 KB groups: up to 5-8 %
-      // slower); from 73 KB (256,256,3,3) to 6.4 MB (8,64,224,224) slabs it is 1-35 % faster.
+      // The first slab is both checked and watched (below), so a tensor of one small slab is
+      // only checked: watching it too would add work and save none ((1,16,8,8) fp16 feature
+      // data). With two slabs or more, watching pays even for slabs that fit in L1, where the
+      // check was thought cheaper: checking slabs under 32 KB made ResNet-50's 1x1 fp16 DC
+      // weights (2-16 KB kernel groups) 20-60 % and (1,2048,7,7) fp16 feature data 19 % slower
+      // than watching them; (64,64,3,3) and (1,1024,14,14) are the same either way (pack /
+      // memcpy ratios, interleaved, rebuilt and run alternately).
       const auto first = ex.outer_slab(0);
-      const bool watch = fp16_finite && first.second - first.first >= kWatchSlabBytes;
+      const bool watch =
+          fp16_finite && (ex.outer_steps() >= 2 || first.second - first.first >= kWatchSlabBytes);
       for_outer_ranges(L, ex, [&](Executor& e, int64_t lo, int64_t hi) {
         // With fp16_finite the executor's row copies and transposes may test the slab as they
         // move it. The first slab is both checked and watched; if they covered it whole, the
