@@ -14,12 +14,6 @@
 #include "npupack/stream.hpp"
 #include "npupack/transpose.hpp"
 
-#include "fp16_test.hpp"
-
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
-
 namespace npupack {
 namespace detail {
 
@@ -501,64 +495,58 @@ class Executor {
   // 0: any multiple of 16. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
   // so the loop keeps only the largest magnitude per lane and compares once at the end (and + max
   // per vector instead of and + compare + or). Copying the 64-byte blocks of (2048,512,1,1)
-  // fp16, the SSE2 and + compare + or test cost about 10 % over plain copies; AVX2 and + max
-  // about nothing.
+  // fp16, the 16-byte and + compare + or test cost about 10 % over plain copies; 32-byte
+  // and + max about nothing.
   template <int64_t N>
   static bool copy_rows_finite16(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, int64_t row,
                                  Ahead ahead) {
-    if (N > 0) row = N;
-#if defined(__SSE2__)
+#if defined(__x86_64__) || defined(__i386__)
     if constexpr (N > 0 && N % 32 == 0) {
       if (cpu().avx2) return copy_rows_finite16_avx2<N>(src, sstep, dst, dstep, n, ahead);
     }
-    const __m128i mag = _mm_set1_epi16(0x7FFF);
-    __m128i top = _mm_setzero_si128();
+#endif
+    return copy_rows_max16<Halves16, N>(src, sstep, dst, dstep, n, row, ahead);
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  template <int64_t N>
+  __attribute__((target("avx2"))) static bool copy_rows_finite16_avx2(const char* src, int64_t sstep, char* dst,
+                                                                      int64_t dstep, int64_t n, Ahead ahead) {
+    return copy_rows_max16<Halves32, N>(src, sstep, dst, dstep, n, N, ahead);
+  }
+#endif
+  // 16 or 32 bytes of 16-bit lanes as GCC vector types: copy_rows_max16 is one loop for both
+  // widths, which compiles to SSE2 or AVX2 moves as the function it is inlined into is targeted
+  // (plain C++ elsewhere).
+  typedef int16_t Halves16 __attribute__((vector_size(16)));
+  typedef int16_t Halves32 __attribute__((vector_size(32)));
+  template <class Vec, int64_t N>
+  __attribute__((always_inline)) static inline bool copy_rows_max16(const char* src, int64_t sstep, char* dst,
+                                                                    int64_t dstep, int64_t n, int64_t row,
+                                                                    Ahead ahead) {
+    if (N > 0) row = N;
+    const Vec mag = Vec{} + 0x7FFF;
+    Vec top{};
     for (int64_t i = 0; i < n; ++i) {
       ahead.step();
       const char* s = src + i * sstep;
       char* d = dst + i * dstep;
 #pragma GCC unroll 8
-      for (int64_t b = 0; b < row; b += 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + b), v);
-        top = _mm_max_epi16(top, _mm_and_si128(v, mag));
+      for (int64_t b = 0; b < row; b += static_cast<int64_t>(sizeof(Vec))) {
+        Vec v;
+        std::memcpy(&v, s + b, sizeof v);
+        std::memcpy(d + b, &v, sizeof v);
+        const Vec m = v & mag;
+        top = top > m ? top : m;
       }
     }
-    return _mm_movemask_epi8(_mm_cmpgt_epi16(top, _mm_set1_epi16(0x7BFF))) == 0;
-#else
-    bool finite = true;
-    for (int64_t i = 0; i < n; ++i) {
-      ahead.step();
-      std::memcpy(dst + i * dstep, src + i * sstep, static_cast<size_t>(row));
-      for (int64_t b = 0; b < row; b += 2) {
-        uint16_t h;
-        std::memcpy(&h, src + i * sstep + b, 2);
-        finite = finite && !kFp16NonFinite(h);
-      }
-    }
-    return finite;
-#endif
+    // Any lane over the largest finite magnitude (0x7BFF), reduced through 64-bit words.
+    const Vec over = top > (Vec{} + 0x7BFF);
+    uint64_t words[sizeof(Vec) / 8];
+    std::memcpy(words, &over, sizeof words);
+    uint64_t any = 0;
+    for (uint64_t w : words) any |= w;
+    return any == 0;
   }
-#if defined(__SSE2__)
-  template <int64_t N>
-  __attribute__((target("avx2"))) static bool copy_rows_finite16_avx2(const char* src, int64_t sstep, char* dst,
-                                                                      int64_t dstep, int64_t n, Ahead ahead) {
-    const __m256i mag = _mm256_set1_epi16(0x7FFF);
-    __m256i top = _mm256_setzero_si256();
-    for (int64_t i = 0; i < n; ++i) {
-      ahead.step();
-      const char* s = src + i * sstep;
-      char* d = dst + i * dstep;
-#pragma GCC unroll 4
-      for (int64_t b = 0; b < N; b += 32) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + b));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + b), v);
-        top = _mm256_max_epi16(top, _mm256_and_si256(v, mag));
-      }
-    }
-    return _mm256_movemask_epi8(_mm256_cmpgt_epi16(top, _mm256_set1_epi16(0x7BFF))) == 0;
-  }
-#endif
   // The pending prefetch range (next_slab_part), handed to a kernel that takes it over `steps`.
   Ahead take_ahead(int64_t steps) {
     const Ahead ahead(pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr, pf_hi_ - pf_lo_, steps);
