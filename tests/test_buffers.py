@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import npupack
-from npupack import LayoutError, kneron, nvdla
+from npupack import LayoutError, horizon, kneron, nvdla
 from npupack import openvino as ov
 
 RNG = np.random.default_rng(21)
@@ -57,3 +57,39 @@ def test_unpack_into_a_tensor_that_overlaps_the_buffer():
     with pytest.raises(LayoutError, match="out: overlaps the memory buf spans"):
         lay.unpack(buf, out=inside(raw, 100, x.shape, np.int8))
     assert np.array_equal(lay.unpack(buf, out=inside(raw, lay.nbytes, x.shape, np.int8)), x)
+
+
+def _result_bytes(result) -> np.ndarray:
+    return result.weight if isinstance(result, nvdla.WeightSurfaces) else result
+
+
+def test_only_the_result_is_written_into_a_larger_out():
+    """``out=`` larger than the result: the packed bytes go to its start and nothing after them
+    is written (a caller who lays several surfaces out in one arena relies on it). Sparse DATA is
+    the case with a reason to fail: the SIMD compaction stores past the bytes it keeps."""
+    w8 = RNG.integers(-100, 100, (40, 70, 3, 3)).astype(np.int8)
+    w8[RNG.random(w8.shape) < 0.6] = 0
+    tail = np.array([1] * 32 + [2] * 28 + [0] * 36, np.int16)  # 120 bytes kept, then a zero step
+    x8 = RNG.integers(-100, 100, (1, 19, 5, 7)).astype(np.int8)
+    calls = {
+        "pack_feature": lambda o: nvdla.pack_feature(x8, out=o),
+        "pack_feature fp16": lambda o: nvdla.pack_feature(x8.astype(np.float16), out=o),
+        "pack_weights": lambda o: nvdla.pack_weights(w8, out=o),
+        "pack_weights winograd": lambda o: nvdla.pack_weights(w8, kind="winograd", out=o),
+        "pack_weights compress": lambda o: nvdla.pack_weights(w8, compress=True, out=o),
+        "pack_weights compress auto": lambda o: nvdla.pack_weights(w8, compress="auto", out=o),
+        "pack_weights compress int16": lambda o: nvdla.pack_weights(tail.reshape(1, -1, 1, 1), compress=True, out=o),
+        "compress_weights": lambda o: nvdla.compress_weights(tail, precision="int16", kernel_group_elements=96,
+                                                             out=o)[0],
+        "openvino": lambda o: ov.pack(x8, "b_fs_yx_fsv32", out=o),
+        "openvino weights": lambda o: ov.pack(w8, "os_is_yx_isv16_osv16", out=o),
+        "npupack.pack": lambda o: npupack.pack(x8, "NCHW16c", out=o),
+        "kneron": lambda o: kneron.pack(x8[0], "4W4C8B", chip="kl720", out=o),
+        "horizon": lambda o: horizon.pad(x8, aligned_shape=(1, 32, 8, 8), out=o),
+    }
+    for name, call in calls.items():
+        want = _result_bytes(call(None)).copy()
+        out = np.full(want.size + 256, 0xEE, np.uint8)
+        got = _result_bytes(call(out))
+        assert np.shares_memory(got, out) and np.array_equal(got, want), name
+        assert np.array_equal(out[:want.size], want) and (out[want.size:] == 0xEE).all(), name

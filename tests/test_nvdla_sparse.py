@@ -26,6 +26,11 @@ def check_against_reference(stream: np.ndarray, precision: str, group: int):
     assert back.view(np.uint8).tobytes() == raw.tobytes()
     report = analyze_sparsity(stream, precision=precision, kernel_group_elements=group)
     assert (report.data_bytes, report.wmb_bytes, report.wgs_bytes) == (data.size, wmb.size, wgs.size)
+    # Into a caller's buffer with room to spare: the same surfaces, nothing written past DATA.
+    out = np.full(report.data_bytes + 32, 0xEE, np.uint8)
+    into = compress_weights(stream, precision=precision, kernel_group_elements=group, out=out)
+    assert np.shares_memory(into[0], out) and tuple(a.tobytes() for a in into) == want
+    assert (out[report.data_bytes:] == 0xEE).all()
     return data, wmb, wgs
 
 
@@ -205,6 +210,57 @@ def test_compressed_out_buffer():
     assert np.shares_memory(ws.weight, out) and ws.weight.size == size and (out[size:] == 0xEE).all()
     with pytest.raises(LayoutError, match="needed"):
         pack_weights(w, compress=True, out=np.zeros(size - 1, np.uint8))
+
+
+# The SIMD compaction stores 8 (bytes) or 16 (halves) bytes per quarter of a 64-byte step at the
+# offset of the data kept before it, so a step whose last elements are all zero stores past the
+# data it keeps. Streams built for that to cross the 128-byte DATA surface: 124 of 192 bytes kept
+# (int8), 60 of 96 halves kept (120 bytes); the last step is all zeros.
+TAIL_STREAMS = {
+    "int8": np.array([1] * 64 + [2] * 60 + [0] * 4 + [0] * 64, np.int8),
+    "int16": np.array([1] * 32 + [2] * 28 + [0] * 4 + [0] * 32, np.int16),
+}
+
+
+@pytest.mark.parametrize("precision", ["int8", "int16"])
+def test_out_is_written_only_inside_the_data_surface(precision):
+    stream = TAIL_STREAMS[precision]
+    want = ref.compress_loops(stream.view(np.uint8).tobytes(), ES[precision], stream.size)
+    assert len(want[0]) == 128 and 120 <= (stream != 0).sum() * ES[precision] < 128
+    out = np.full(256, 0xEE, np.uint8)
+    data, wmb, wgs = compress_weights(stream, precision=precision, kernel_group_elements=stream.size, out=out)
+    assert (data.tobytes(), wmb.tobytes(), wgs.tobytes()) == want
+    assert np.shares_memory(data, out) and (out[128:] == 0xEE).all()
+    # pack_weights(compress=True, out=): a (1, C, 1, 1) layer's stream is its C channels.
+    w = stream.reshape(1, -1, 1, 1)
+    ws = pack_weights(w, precision=precision, compress=True)
+    assert ws.weight.tobytes() == want[0]
+    out = np.full(256, 0xEE, np.uint8)
+    assert pack_weights(w, precision=precision, compress=True, out=out).weight.tobytes() == want[0]
+    assert (out[128:] == 0xEE).all()
+
+
+def test_compress_weights_out_errors():
+    stream = np.arange(-50, 50, dtype=np.int8)  # 99 non-zeros: a 128-byte DATA surface
+    for out, exc, match in [(np.zeros(127, np.uint8), LayoutError, "127 bytes, 128 are needed"),
+                            (np.zeros(128, np.int8), TypeError, "uint8"),
+                            (np.zeros(256, np.uint8)[::2], LayoutError, "C-contiguous"),
+                            ([0] * 128, TypeError, "numpy uint8 array")]:
+        with pytest.raises(exc, match=match):
+            compress_weights(stream, precision="int8", kernel_group_elements=8, out=out)
+    read_only = np.zeros(128, np.uint8)
+    read_only.flags.writeable = False
+    with pytest.raises(LayoutError, match="read-only"):
+        compress_weights(stream, precision="int8", kernel_group_elements=8, out=read_only)
+    raw = np.zeros(512, np.uint8)
+    raw[:100] = stream.view(np.uint8)
+    before = raw.copy()
+    for start in (0, 50, 99):  # out starts inside the stream
+        with pytest.raises(LayoutError, match="out: overlaps the memory stream spans"):
+            compress_weights(raw[:100], precision="int8", kernel_group_elements=8, out=raw[start:])
+    assert np.array_equal(raw, before)  # nothing was written
+    side = compress_weights(raw[:100], precision="int8", kernel_group_elements=8, out=raw[100:])  # side by side
+    assert side[0].tobytes() == compress_weights(stream, precision="int8", kernel_group_elements=8)[0].tobytes()
 
 
 def test_analyze_report():

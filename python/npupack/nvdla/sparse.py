@@ -175,14 +175,20 @@ def _compress(raw: np.ndarray, es: int, group: int, out=None, counts=None) -> di
     padding. Without ``out`` the DATA buffer is allocated for the worst case (every element
     non-zero; untouched pages cost nothing) and ``weight`` is its first ``data_bytes``; with
     ``out`` the non-zeros are counted first (or ``counts``, already known, are used) so that
-    ``out`` is checked before anything is written."""
+    ``out`` is checked before anything is written, and the C++ pass gets only the DATA surface's
+    bytes of it: its SIMD stores run up to 16 bytes past the data they keep (overwritten next
+    or by the padding), which must not land in the caller's bytes after the surface."""
     n = raw.size // es
     if out is None:
         data = np.empty(_surface(n * es), dtype=np.uint8)
     else:
         if counts is None:
             counts = _core.sparse_count(raw, n, es, group)
-        data = check_out(out, _surface(int(counts.sum()) * es))
+        need = _surface(int(counts.sum()) * es)
+        data = check_out(out, need)[:need]
+        if np.may_share_memory(data, raw):
+            raise LayoutError("out: overlaps the memory stream spans; compression reads stream while it writes "
+                              "out, so they need separate buffers")
     wmb = np.empty(_surface(-(-n // 8)), dtype=np.uint8)
     wgs = np.empty(_surface(4 * -(-n // group)), dtype=np.uint8)
     written = _core.sparse_encode(raw, n, es, group, wmb, data, wgs, SURFACE_ALIGNMENT)
@@ -206,7 +212,7 @@ def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mo
     return _compress(stream, es, kernel_group_elements, out)
 
 
-def compress_weights(stream, *, precision: str, kernel_group_elements: int):
+def compress_weights(stream, *, precision: str, kernel_group_elements: int, out=None):
     """Compress an uncompressed weight stream into DATA, WMB and WGS (nvdla.md 11.1).
 
     Parameters
@@ -217,6 +223,12 @@ def compress_weights(stream, *, precision: str, kernel_group_elements: int):
     precision : {"int8", "int16", "fp16"}
     kernel_group_elements : int
         Elements of a full kernel group; the last group holds the remainder.
+    out : numpy.ndarray, optional
+        Buffer for DATA: a writable, C-contiguous uint8 array of at least the DATA surface's
+        bytes (``analyze_sparsity(...).data_bytes``), not sharing memory with ``stream``. The
+        non-zeros are counted first (one more read of the stream), so that ``out`` is checked
+        before anything is written; only its first ``data_bytes`` bytes are written, and DATA
+        is returned as a view of them. WMB and WGS are new arrays.
 
     Returns
     -------
@@ -228,13 +240,15 @@ def compress_weights(stream, *, precision: str, kernel_group_elements: int):
     Raises
     ------
     TypeError
-        ``stream`` of another dtype than ``precision``'s elements or uint8.
+        ``stream`` of another dtype than ``precision``'s elements or uint8; ``out`` not a uint8
+        numpy array.
     LayoutError
         A byte stream that is not whole elements; ``kernel_group_elements`` < 1; a kernel group
-        with 4 GiB or more of non-zero data (its WGS entry is a uint32 byte count).
+        with 4 GiB or more of non-zero data (its WGS entry is a uint32 byte count); ``out`` too
+        small, read-only, not C-contiguous or sharing memory with ``stream``.
     """
     raw, es = _stream_bytes(stream, precision)
-    r = _compress(raw, es, _group_elements(kernel_group_elements))
+    r = _compress(raw, es, _group_elements(kernel_group_elements), out)
     return r["weight"], r["wmb"], r["wgs"]
 
 
