@@ -40,6 +40,14 @@ def assert_packs_like_reference(info, x, check_padding=True):
     assert np.array_equal(ov.unpack(got, info.name, x.shape, x.dtype, check_padding=check_padding), x), x.shape
 
 
+def dirty_out(n, shift):
+    """A buffer of n bytes filled with 0xA5 that starts `shift` bytes past a 64-byte boundary: the
+    streamed stores' 16-byte head, 32-byte body and tail depend on where out= starts."""
+    base = np.full(n + 128, 0xA5, np.uint8)
+    at = -base.ctypes.data % 64 + shift
+    return base[at:at + n]
+
+
 def engine_shape(info, shape):
     """The shape the engine sees: merged yx for gs_oi_yxs_* formats."""
     return shape[:3] + (shape[3] * shape[4],) if "yx" in info.layout.logical else shape
@@ -253,8 +261,8 @@ def test_double_blocked_outputs_of_several_mib(info, dtype):
         assert ov.nbytes(info.name, shape, dtype) >= 4 << 20
         x = rng.integers(1, 120, shape).astype(dtype)
         expected = ref_pack(info, x)
-        for threads in (1, 2):
-            out = np.full(expected.size + 1, 0xA5, np.uint8)[1:]
+        for threads, shift in ((1, 1), (2, 17)):  # 16- and 32-byte aligned after the head
+            out = dirty_out(expected.size, shift)
             with npupack.num_threads(threads):
                 got = ov.pack(x, info.name, out=out)
             assert np.array_equal(got, expected), (shape, threads)
@@ -407,20 +415,18 @@ def test_weight_format_on_small_batch_activations(batch, dtype):
     for shape in [(batch, 32, 41, 43), (batch, 16, 131, 131)]:
         x = rng.integers(1, 120, shape).astype(dtype)
         n = ov.nbytes(info.name, shape, dtype)
-        out = np.full(n + 1, 0xA5, np.uint8)[1:]  # misaligned: the streamed stores' head and tail
-        got = ov.pack(x, info.name, pad_value=-3, out=out)
-        assert np.array_equal(got, ref.pack_transpose(x, lay.logical, lay.outer, tiles, pad_value=-3)), shape
+        expected = ref.pack_transpose(x, lay.logical, lay.outer, tiles, pad_value=-3)
+        for shift in (1, 17):  # misaligned: the streamed stores' head, 16-byte step and tail
+            got = ov.pack(x, info.name, pad_value=-3, out=dirty_out(n, shift))
+            assert np.array_equal(got, expected), (shape, shift)
     # Zero padding, batch 1: whole blocks are shuffled out of each column's values (SpreadPlan), with
     # 32-byte, 16-byte or plain stores as the start of out= allows, streamed or not.
     for shape in [(batch, 32, 41, 43), (batch, 16, 131, 131)]:
         x = rng.integers(1, 120, shape).astype(dtype)
         n = ov.nbytes(info.name, shape, dtype)
         expected = ref_pack(info, x)
-        base = np.full(n + 96, 0xA5, np.uint8)
-        aligned = -base.ctypes.data % 64
         for shift in (0, 16, 8, 1):
-            out = base[aligned + shift:aligned + shift + n]
-            assert np.array_equal(ov.pack(x, info.name, out=out), expected), (shape, shift)
+            assert np.array_equal(ov.pack(x, info.name, out=dirty_out(n, shift)), expected), (shape, shift)
 
 
 def _index_coded(name, shape):

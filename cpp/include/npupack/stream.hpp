@@ -6,11 +6,31 @@
 #include <cstdint>
 #include <cstring>
 
+#include "npupack/cpu.hpp"
+
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 namespace npupack {
+
+#if defined(__SSE2__)
+// The AVX form: 32-byte non-temporal stores. Zen 3 issues about one non-temporal store per two
+// cycles whatever its width, so 32 bytes at a time stream twice the bytes of 16 (12 MiB of
+// output: 47 against 23 GB/s in a C++ loop). They need 32-byte alignment; NumPy's large buffers
+// start 16 bytes past one, so the first 16 bytes go through a 16-byte store.
+__attribute__((target("avx"))) inline int64_t stream_copy_avx(char* dst, const char* src, int64_t i, int64_t n) {
+  if ((reinterpret_cast<uintptr_t>(dst + i) & 31) && i + 16 <= n) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    i += 16;
+  }
+  for (; i + 32 <= n; i += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+  }
+  return i;
+}
+#endif
 
 // Copies n bytes; the 16-byte-aligned middle of dst bypasses the caches. Call stream_fence()
 // before the data is handed to anything else (non-temporal stores are weakly ordered).
@@ -23,6 +43,7 @@ inline void stream_copy(char* dst, const char* src, int64_t n) {
   }
   std::memcpy(dst, src, static_cast<size_t>(head));
   int64_t i = head;
+  if (cpu().avx) i = stream_copy_avx(dst, src, i, n);
   for (; i + 16 <= n; i += 16) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
   }
