@@ -1,6 +1,7 @@
 """NVDLA direct-convolution and grouped weights against the reference of nvdla.md 6 and 7
 (worked examples 6.2 / 7.2 / 16.5, loop nest vs closed form, exhaustive boundary shapes on every
 preset and precision, random shapes, round trips, errors)."""
+import dataclasses
 import itertools
 import re
 
@@ -433,6 +434,23 @@ def test_pack_weights_many_equals_one_by_one():
         one = pack_weights(w, groups=g)
         assert np.array_equal(ws.weight, one.weight) and ws.packed_shape == one.packed_shape
         assert np.array_equal(unpack_weights(ws), w)
+    # Layer plans are cached by shape, dtype, precision, config and groups (and shared with
+    # pack_weights): one shape under each of them, again and again, in both orders, against the
+    # reference and pack_weights field by field.
+    w8 = rng.integers(-128, 128, (32, 4, 3, 3), dtype=np.int8)
+    variants = [(w8, "int8", NV_FULL, 1), (w8.astype(np.int16), "int16", NV_FULL, 1), (w8, "int16", NV_FULL, 1),
+                (w8, "int8", NV_FULL, 2), (w8, "int8", NV_FULL, 4), (w8, "int8", NV_SMALL, 1)]
+    for first_many in (True, False):
+        for w, precision, config, g in variants * 2:
+            kw = dict(precision=None if w.dtype == DTYPE[precision] else precision, config=config, groups=g)
+            one = None if first_many else pack_weights(w, **kw)
+            [ws] = pack_weights_many([w], **kw)
+            one = pack_weights(w, **kw) if one is None else one
+            assert np.array_equal(ws.weight, expected(w.astype(DTYPE[precision]), config, precision, g)), kw
+            assert ws.precision == precision and ws.groups == g and ws.packed_shape == (32, 4 * g, 3, 3), kw
+            for f in dataclasses.fields(ws):
+                a, b = getattr(ws, f.name), getattr(one, f.name)
+                assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, (kw, f.name)
     assert pack_weights_many([]) == []
     images = pack_weights_many([layers[0][:, :3]], kind="image", pixel_format="T_A8B8G8R8", stride=(2, 2))
     assert np.array_equal(images[0].weight, pack_weights(layers[0][:, :3], kind="image",
