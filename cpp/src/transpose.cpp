@@ -150,7 +150,7 @@ inline void store_columns(const __m128i* out, char* dst, int64_t stride) {
     for (int k = 0; k < Rows; ++k) store16(dst + 16 * k, out[k]);
     return;
   }
-  alignas(16) char t[64];
+  alignas(16) char t[16 * Rows];
   for (int k = 0; k < Rows; ++k) _mm_store_si128(reinterpret_cast<__m128i*>(t + 16 * k), out[k]);
   if (stride == width) {
     std::memcpy(dst, t, N * width);
@@ -303,28 +303,40 @@ void blocks_u16_8x8(SR row, DC col, int64_t rows, int64_t cols) {
   });
 }
 
-// Matrices of 2 to 7 columns whose rows are back to back (NVDLA DC weights of 1x3, 3x1, 2x2, 1x7
-// ... kernels: each kernel's channels x R*S taps) are narrower than every block kernel and went
-// element by element, at 0.6-1.6 ns per byte against 0.15 for 3x3 kernels. 16 / EB rows are
-// exactly Cols 16-byte loads; each output column (those rows' elements of one column, 16 bytes)
-// gathers its bytes from every load with one byte shuffle each, ORed together. gather_table:
-// for each (Cols, EB), output column j and load q, the position in load q of each output byte
-// (0x80: not in this load).
-struct GatherTable {
+// Matrices of 2 to 7 columns whose rows are back to back (NVDLA DC weights of 1xN, Nx1 and 2x2
+// kernels: each kernel's channels x R*S taps) are narrower than every block kernel and went
+// element by element, at 0.6-1.6 ns per byte against 0.15 for 3x3 kernels; so did their
+// inverse, 3, 5, 6 or 7 rows interleaved into back-to-back columns (unpacking those weights).
+// 16 / EB rows of N columns are exactly N 16-byte registers, and so are their N columns: each
+// register of one side is built from every register of the other with one byte shuffle each,
+// ORed together. A ShuffleTable holds, for (N, EB) and a direction, the shuffle control
+// ctrl[j][q] that takes register q's share of register j (0x80: a byte from another register).
+struct ShuffleTable {
   alignas(16) uint8_t ctrl[7][7][16];
 };
 
-const GatherTable& gather_table(int cols, int eb) {
-  static const std::vector<GatherTable> tables = [] {
-    std::vector<GatherTable> t(16);
-    for (int e = 1; e <= 2; ++e) {
-      for (int n = 2; n <= 7; ++n) {
-        GatherTable& g = t[static_cast<size_t>((e - 1) * 8 + n)];
-        for (int j = 0; j < n; ++j) {
-          for (int q = 0; q < n; ++q) {
-            for (int b = 0; b < 16; ++b) {
-              const int from = (b / e) * n * e + j * e + b % e;  // byte of row b / e, column j
-              g.ctrl[j][q][b] = from / 16 == q ? static_cast<uint8_t>(from % 16) : 0x80;
+// gather: N columns of back-to-back rows -> column j; spread: N rows -> interleaved register j.
+const ShuffleTable& shuffle_table(int n, int eb, bool spread) {
+  static const std::vector<ShuffleTable> tables = [] {
+    std::vector<ShuffleTable> t(32);
+    for (int dir = 0; dir < 2; ++dir) {
+      for (int e = 1; e <= 2; ++e) {
+        for (int cols = 2; cols <= 7; ++cols) {
+          ShuffleTable& g = t[static_cast<size_t>(dir * 16 + (e - 1) * 8 + cols)];
+          const int w = cols * e;  // bytes per row (gather) or per interleaved column (spread)
+          for (int j = 0; j < cols; ++j) {
+            for (int q = 0; q < cols; ++q) {
+              for (int b = 0; b < 16; ++b) {
+                int at;  // the byte's place in register q, or -1
+                if (dir == 0) {
+                  const int from = (b / e) * w + j * e + b % e;  // row b / e, column j
+                  at = from / 16 == q ? from % 16 : -1;
+                } else {
+                  const int t16 = 16 * j + b;  // element t16 / w of the rows, row (t16 % w) / e
+                  at = (t16 % w) / e == q ? (t16 / w) * e + t16 % e : -1;
+                }
+                g.ctrl[j][q][b] = at < 0 ? 0x80 : static_cast<uint8_t>(at);
+              }
             }
           }
         }
@@ -332,28 +344,33 @@ const GatherTable& gather_table(int cols, int eb) {
     }
     return t;
   }();
-  return tables[static_cast<size_t>((eb - 1) * 8 + cols)];
+  return tables[static_cast<size_t>((spread ? 16 : 0) + (eb - 1) * 8 + n)];
+}
+
+// Register j of the other side from the N registers in.
+template <int N>
+__attribute__((target("ssse3"), always_inline)) inline __m128i shuffle_join(const __m128i* in, const ShuffleTable& T,
+                                                                          int j) {
+  auto ctrl = [&T, j](int q) { return _mm_load_si128(reinterpret_cast<const __m128i*>(T.ctrl[j][q])); };
+  __m128i v = _mm_shuffle_epi8(in[0], ctrl(0));
+  for (int q = 1; q < N; ++q) v = _mm_or_si128(v, _mm_shuffle_epi8(in[q], ctrl(q)));
+  return v;
 }
 
 template <int Cols, int EB, class DC>
 __attribute__((target("ssse3"), always_inline)) inline void gather_step(const char* src, const DC& col, int64_t r,
-                                                                      const GatherTable& T) {
+                                                                      const ShuffleTable& T) {
   __m128i in[Cols];
   for (int q = 0; q < Cols; ++q) in[q] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * Cols * EB + 16 * q));
   const auto d = col.at(0, r * EB);
-  for (int j = 0; j < Cols; ++j) {
-    auto ctrl = [&T, j](int q) { return _mm_load_si128(reinterpret_cast<const __m128i*>(T.ctrl[j][q])); };
-    __m128i v = _mm_shuffle_epi8(in[0], ctrl(0));
-    for (int q = 1; q < Cols; ++q) v = _mm_or_si128(v, _mm_shuffle_epi8(in[q], ctrl(q)));
-    put16(d, j, v);
-  }
+  for (int j = 0; j < Cols; ++j) put16(d, j, shuffle_join<Cols>(in, T, j));
 }
 
 // rows >= 16 / EB; the last step overlaps the one before it (the same values again).
 template <int Cols, int EB, class DC>
 __attribute__((target("ssse3"))) void gather_columns(const char* src, DC col, int64_t rows) {
   constexpr int64_t R = 16 / EB;
-  const GatherTable& T = gather_table(Cols, EB);
+  const ShuffleTable& T = shuffle_table(Cols, EB, false);
   int64_t r = 0;
   for (; r + R <= rows; r += R) gather_step<Cols, EB>(src, col, r, T);
   if (r < rows) gather_step<Cols, EB>(src, col, rows - R, T);
@@ -378,11 +395,47 @@ bool try_gather(const SR& row, const DC& col, int64_t rows, int64_t cols) {
   }
 }
 
+template <int Rows, int EB, class SR>
+__attribute__((target("ssse3"), always_inline)) inline void spread_step(const SR& row, const StridedOut& col, int64_t c,
+                                                                      const ShuffleTable& T) {
+  const auto s = row.at(0, c * EB);
+  __m128i v[Rows], out[Rows];
+  for (int k = 0; k < Rows; ++k) v[k] = load16(s[k]);
+  for (int j = 0; j < Rows; ++j) out[j] = shuffle_join<Rows>(v, T, j);
+  store_columns<EB, Rows, 16 / EB>(out, col(c), col.stride);
+}
+
+// Rows (3, 5, 6, 7) rows interleaved into their columns, 16 / EB columns per step (cols >= 16 /
+// EB; the last step overlaps the one before it): the inverse of gather_columns.
+template <int Rows, int EB, class SR>
+__attribute__((target("ssse3"))) void spread_rows(SR row, StridedOut col, int64_t cols) {
+  constexpr int64_t per = 16 / EB;
+  const ShuffleTable& T = shuffle_table(Rows, EB, true);
+  int64_t c = 0;
+  for (; c + per <= cols; c += per) spread_step<Rows, EB>(row, col, c, T);
+  if (c < cols) spread_step<Rows, EB>(row, col, cols - per, T);
+}
+
+// The spread kernel where it applies: SSSE3, 3, 5, 6 or 7 rows (2 and 4 interleave by unpacks),
+// 16 / eb columns or more.
+template <int EB, class SR>
+bool try_spread(const SR& row, const StridedOut& col, int64_t rows, int64_t cols) {
+  if (cols < 16 / EB || !cpu().ssse3) return false;
+  switch (rows) {
+    case 3: spread_rows<3, EB>(row, col, cols); return true;
+    case 5: spread_rows<5, EB>(row, col, cols); return true;
+    case 6: spread_rows<6, EB>(row, col, cols); return true;
+    case 7: spread_rows<7, EB>(row, col, cols); return true;
+    default: return false;
+  }
+}
+
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
     if (rows == 2) return interleave<1, 2>(row, col, cols);
     if (rows == 4) return interleave<1, 4>(row, col, cols);
+    if (rows < 8 && try_spread<1>(row, col, rows, cols)) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
@@ -411,6 +464,7 @@ void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
     if (rows == 2) return interleave<2, 2>(row, col, cols);
     if (rows == 4) return interleave<2, 4>(row, col, cols);
+    if (rows < 8 && try_spread<2>(row, col, rows, cols)) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
