@@ -366,30 +366,35 @@ __attribute__((target("ssse3"), always_inline)) inline void gather_step(const ch
   for (int j = 0; j < Cols; ++j) put16(d, j, shuffle_join<Cols>(in, T, j));
 }
 
-// rows >= 16 / EB; the last step overlaps the one before it (the same values again).
+// rows >= 16 / EB; the last step overlaps the one before it (the same values again). Over a
+// batch of equally spaced matrices in one call: a matrix is often one kernel's channel block
+// (64 rows of 3 taps: four steps), where a call per matrix cost as much as its shuffles.
 template <int Cols, int EB, class DC>
-__attribute__((target("ssse3"))) void gather_columns(const char* src, DC col, int64_t rows) {
+__attribute__((target("ssse3"))) void gather_columns(const char* src, DC col, int64_t rows, const narrow::Batch& b) {
   constexpr int64_t R = 16 / EB;
   const ShuffleTable& T = shuffle_table(Cols, EB, false);
-  int64_t r = 0;
-  for (; r + R <= rows; r += R) gather_step<Cols, EB>(src, col, r, T);
-  if (r < rows) gather_step<Cols, EB>(src, col, rows - R, T);
+  for (int64_t i = 0; i < b.count; ++i, src += b.sstep, col.base += b.dstep) {
+    int64_t r = 0;
+    for (; r + R <= rows; r += R) gather_step<Cols, EB>(src, col, r, T);
+    if (r < rows) gather_step<Cols, EB>(src, col, rows - R, T);
+  }
 }
 
-// The gather kernel where it applies: SSSE3, 2..7 columns, back-to-back rows, 16 / eb rows or more.
+// The gather kernel where it applies (SSSE3, 2..7 columns, back-to-back rows, 16 / eb rows or
+// more), over the batch b.
 template <int EB, class SR, class DC>
-bool try_gather(const SR& row, const DC& col, int64_t rows, int64_t cols) {
+bool try_gather(const SR& row, const DC& col, int64_t rows, int64_t cols, const narrow::Batch& b = {}) {
   if constexpr (!std::is_same_v<SR, Strided>) {
     return false;
   } else {
     if (cols < 2 || cols > 7 || rows < 16 / EB || row.stride != cols * EB || !cpu().ssse3) return false;
     switch (cols) {
-      case 2: gather_columns<2, EB>(row.base, col, rows); break;
-      case 3: gather_columns<3, EB>(row.base, col, rows); break;
-      case 4: gather_columns<4, EB>(row.base, col, rows); break;
-      case 5: gather_columns<5, EB>(row.base, col, rows); break;
-      case 6: gather_columns<6, EB>(row.base, col, rows); break;
-      default: gather_columns<7, EB>(row.base, col, rows); break;
+      case 2: gather_columns<2, EB>(row.base, col, rows, b); break;
+      case 3: gather_columns<3, EB>(row.base, col, rows, b); break;
+      case 4: gather_columns<4, EB>(row.base, col, rows, b); break;
+      case 5: gather_columns<5, EB>(row.base, col, rows, b); break;
+      case 6: gather_columns<6, EB>(row.base, col, rows, b); break;
+      default: gather_columns<7, EB>(row.base, col, rows, b); break;
     }
     return true;
   }
@@ -568,6 +573,8 @@ bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
   const narrow::Batch batch{count, src_step, dst_step, ahead, ahead_bytes};
   if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return true;
   if (try_short_rows(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return false;
+  if (eb == 1 && try_gather<1>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) return false;
+  if (eb == 2 && try_gather<2>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) return false;
 #endif
   for (int64_t i = 0; i < count; ++i) transpose(src + i * src_step, src_stride, dst + i * dst_step, dst_stride, rows, cols, eb);
   return false;
