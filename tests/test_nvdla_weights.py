@@ -141,8 +141,8 @@ def test_kernels_of_two_to_seven_taps(precision):
     """1xN, Nx1 and 2x2 kernels (2..7 taps): each kernel's channel block is a matrix of 2..7
     columns with back-to-back rows, which the engine transposes by gathering 16 bytes of rows
     per column (16 rows of int8, 8 of 16-bit) with an overlapping last step, and unpacking
-    spreads 2..7 rows back into such columns the same way: channel blocks around those counts,
-    against the reference, and back."""
+    spreads 2..7 rows back into such columns the same way, both over a batch of kernels per call:
+    channel blocks around those counts, K over several kernels, against the reference, and back."""
     rng = np.random.default_rng(13)
     taps = [(1, 2), (2, 1), (1, 3), (3, 1), (2, 2), (1, 4), (1, 5), (5, 1), (2, 3), (3, 2), (1, 6), (1, 7), (7, 1)]
     for K, C, (R, S) in itertools.product((3, 33), (7, 8, 9, 15, 16, 17, 31, 33, 64, 65), taps):

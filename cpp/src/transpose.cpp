@@ -72,6 +72,17 @@ void scalar(SR row, DC col, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   }
 }
 
+// Calls step(i) for i = 0, by, 2 * by, ... while a whole step fits in n (n >= by), then once
+// for the last `by` if a remainder is left: that step overlaps the one before it and rewrites
+// the same values. (narrow::over_rows does the same in one loop with two tests per step; here
+// the loop has one, which matters to kernels of a few instructions per step.)
+template <class Step>
+__attribute__((always_inline)) inline void over_steps(int64_t n, int64_t by, Step step) {
+  int64_t i = 0;
+  for (; i + by <= n; i += by) step(i);
+  if (i < n) step(n - by);
+}
+
 // Runs block(r, c) over a rows x cols grid of rb x cb blocks. A remainder row or column range is
 // covered by one last block overlapping the previous one (it rewrites the same values): measured
 // faster than finishing element by element even for a single leftover column (3x3 kernels give
@@ -82,14 +93,18 @@ void tile_2d(SR row, DC col, int64_t rows, int64_t cols, int64_t rb, int64_t cb,
     scalar<EB>(row, col, 0, rows, 0, cols);
     return;
   }
-  auto across = [&](int64_t r) {
-    int64_t c = 0;
-    for (; c + cb <= cols; c += cb) block(r, c);
-    if (c < cols) block(r, cols - cb);
-  };
-  int64_t r = 0;
-  for (; r + rb <= rows; r += rb) across(r);
-  if (r < rows) across(rows - rb);
+  over_steps(rows, rb, [&](int64_t r) { over_steps(cols, cb, [&](int64_t c) { block(r, c); }); });
+}
+
+// Calls f(row, col) for each matrix of the batch b, row and col advanced by its steps. A source
+// of row pointers (PtrRows) has no base to advance and is always a single matrix.
+template <class SR, class F>
+__attribute__((always_inline)) inline void for_each_matrix(SR row, StridedOut col, const narrow::Batch& b, F f) {
+  if constexpr (std::is_same_v<SR, PtrRows>) {
+    f(row, col);
+  } else {
+    for (int64_t i = 0; i < b.count; ++i, row.base += b.sstep, col.base += b.dstep) f(row, col);
+  }
 }
 
 #if defined(NPUPACK_SSE2)
@@ -209,18 +224,22 @@ bool try_short_rows(const Strided& row, StridedOut col, int64_t rows, int64_t co
 // 16 bytes of each row per step, which leaves the columns in order in 2 or 4 registers. Back to
 // back columns are stored 16 bytes at a time; columns further apart (a bsv16_fsv4 block: 4 bytes
 // every 64) one by one, still a store per column instead of one per element.
+// Over a batch of equally spaced matrices in one call (unpacking 1x2 and 2x2 kernels: one matrix
+// per kernel and channel block).
 template <int EB, int Rows, class SR>
-void interleave(SR row, StridedOut col, int64_t cols) {
+void interleave(SR row, StridedOut col, int64_t cols, const narrow::Batch& b) {
   constexpr int64_t per = 16 / EB;  // columns per step
-  int64_t c = 0;
-  for (; c + per <= cols; c += per) {
-    const auto s = row.at(0, c * EB);
-    __m128i v[4], out[4];
-    for (int k = 0; k < Rows; ++k) v[k] = load16(s[k]);
-    interleave_regs<EB, Rows>(v, out);
-    store_columns<EB, Rows, per>(out, col(c), col.stride);
-  }
-  scalar<EB>(row, col, 0, Rows, c, cols);
+  for_each_matrix(row, col, b, [cols](const SR& row, const StridedOut& col) {
+    int64_t c = 0;
+    for (; c + per <= cols; c += per) {
+      const auto s = row.at(0, c * EB);
+      __m128i v[4], out[4];
+      for (int k = 0; k < Rows; ++k) v[k] = load16(s[k]);
+      interleave_regs<EB, Rows>(v, out);
+      store_columns<EB, Rows, per>(out, col(c), col.stride);
+    }
+    scalar<EB>(row, col, 0, Rows, c, cols);
+  });
 }
 
 // Rows of 9..16 columns read whole (transpose_narrow.hpp). NC is a template argument so the
@@ -316,7 +335,8 @@ struct ShuffleTable {
 };
 
 // gather: N columns of back-to-back rows -> column j; spread: N rows -> interleaved register j.
-const ShuffleTable& shuffle_table(int n, int eb, bool spread) {
+// Not inlined: the kernels that call it are flattened, and its table builder is cold code.
+__attribute__((noinline)) const ShuffleTable& shuffle_table(int n, int eb, bool spread) {
   static const std::vector<ShuffleTable> tables = [] {
     std::vector<ShuffleTable> t(32);
     for (int dir = 0; dir < 2; ++dir) {
@@ -347,19 +367,25 @@ const ShuffleTable& shuffle_table(int n, int eb, bool spread) {
   return tables[static_cast<size_t>((spread ? 16 : 0) + (eb - 1) * 8 + n)];
 }
 
+// The gather and spread kernels below are compiled for SSSE3 (pshufb) as one region, so that the
+// lambdas they hand to over_steps are SSSE3 code too and, flattened into the kernel, inline into
+// it. Their callers check cpu().ssse3 first.
+#pragma GCC push_options
+#pragma GCC target("ssse3")
+
 // Register j of the other side from the N registers in.
 template <int N>
-__attribute__((target("ssse3"), always_inline)) inline __m128i shuffle_join(const __m128i* in, const ShuffleTable& T,
-                                                                          int j) {
+__attribute__((always_inline)) inline __m128i shuffle_join(const __m128i* in, const ShuffleTable& T, int j) {
   auto ctrl = [&T, j](int q) { return _mm_load_si128(reinterpret_cast<const __m128i*>(T.ctrl[j][q])); };
   __m128i v = _mm_shuffle_epi8(in[0], ctrl(0));
   for (int q = 1; q < N; ++q) v = _mm_or_si128(v, _mm_shuffle_epi8(in[q], ctrl(q)));
   return v;
 }
 
+// Rows r..r + 16 / EB - 1 of Cols back-to-back columns into 16 bytes of each column.
 template <int Cols, int EB, class DC>
-__attribute__((target("ssse3"), always_inline)) inline void gather_step(const char* src, const DC& col, int64_t r,
-                                                                      const ShuffleTable& T) {
+__attribute__((always_inline)) inline void gather_step(const char* src, const DC& col, int64_t r,
+                                                       const ShuffleTable& T) {
   __m128i in[Cols];
   for (int q = 0; q < Cols; ++q) in[q] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * Cols * EB + 16 * q));
   const auto d = col.at(0, r * EB);
@@ -370,15 +396,36 @@ __attribute__((target("ssse3"), always_inline)) inline void gather_step(const ch
 // batch of equally spaced matrices in one call: a matrix is often one kernel's channel block
 // (64 rows of 3 taps: four steps), where a call per matrix cost as much as its shuffles.
 template <int Cols, int EB, class DC>
-__attribute__((target("ssse3"))) void gather_columns(const char* src, DC col, int64_t rows, const narrow::Batch& b) {
-  constexpr int64_t R = 16 / EB;
+__attribute__((flatten)) void gather_columns(const char* src, DC col, int64_t rows, const narrow::Batch& b) {
   const ShuffleTable& T = shuffle_table(Cols, EB, false);
   for (int64_t i = 0; i < b.count; ++i, src += b.sstep, col.base += b.dstep) {
-    int64_t r = 0;
-    for (; r + R <= rows; r += R) gather_step<Cols, EB>(src, col, r, T);
-    if (r < rows) gather_step<Cols, EB>(src, col, rows - R, T);
+    over_steps(rows, 16 / EB, [&](int64_t r) { gather_step<Cols, EB>(src, col, r, T); });
   }
 }
+
+// Columns c..c + 16 / EB - 1 of Rows rows into those interleaved columns.
+template <int Rows, int EB, class SR>
+__attribute__((always_inline)) inline void spread_step(const SR& row, const StridedOut& col, int64_t c,
+                                                       const ShuffleTable& T) {
+  const auto s = row.at(0, c * EB);
+  __m128i v[Rows], out[Rows];
+  for (int k = 0; k < Rows; ++k) v[k] = load16(s[k]);
+  for (int j = 0; j < Rows; ++j) out[j] = shuffle_join<Rows>(v, T, j);
+  store_columns<EB, Rows, 16 / EB>(out, col(c), col.stride);
+}
+
+// Rows (3, 5, 6, 7) rows interleaved into their columns, 16 / EB columns per step (cols >= 16 /
+// EB; the last step overlaps the one before it), over the batch b: the inverse of
+// gather_columns.
+template <int Rows, int EB, class SR>
+__attribute__((flatten)) void spread_rows(SR row, StridedOut col, int64_t cols, const narrow::Batch& b) {
+  const ShuffleTable& T = shuffle_table(Rows, EB, true);
+  for_each_matrix(row, col, b, [&](const SR& row, const StridedOut& col) {
+    over_steps(cols, 16 / EB, [&](int64_t c) { spread_step<Rows, EB>(row, col, c, T); });
+  });
+}
+
+#pragma GCC pop_options
 
 // The gather kernel where it applies (SSSE3, 2..7 columns, back-to-back rows, 16 / eb rows or
 // more), over the batch b.
@@ -400,37 +447,18 @@ bool try_gather(const SR& row, const DC& col, int64_t rows, int64_t cols, const 
   }
 }
 
-template <int Rows, int EB, class SR>
-__attribute__((target("ssse3"), always_inline)) inline void spread_step(const SR& row, const StridedOut& col, int64_t c,
-                                                                      const ShuffleTable& T) {
-  const auto s = row.at(0, c * EB);
-  __m128i v[Rows], out[Rows];
-  for (int k = 0; k < Rows; ++k) v[k] = load16(s[k]);
-  for (int j = 0; j < Rows; ++j) out[j] = shuffle_join<Rows>(v, T, j);
-  store_columns<EB, Rows, 16 / EB>(out, col(c), col.stride);
-}
-
-// Rows (3, 5, 6, 7) rows interleaved into their columns, 16 / EB columns per step (cols >= 16 /
-// EB; the last step overlaps the one before it): the inverse of gather_columns.
-template <int Rows, int EB, class SR>
-__attribute__((target("ssse3"))) void spread_rows(SR row, StridedOut col, int64_t cols) {
-  constexpr int64_t per = 16 / EB;
-  const ShuffleTable& T = shuffle_table(Rows, EB, true);
-  int64_t c = 0;
-  for (; c + per <= cols; c += per) spread_step<Rows, EB>(row, col, c, T);
-  if (c < cols) spread_step<Rows, EB>(row, col, cols - per, T);
-}
-
-// The spread kernel where it applies: SSSE3, 3, 5, 6 or 7 rows (2 and 4 interleave by unpacks),
-// 16 / eb columns or more.
+// 2..7 rows interleaved into back-to-back columns, over the batch b: 2 and 4 rows by unpacks
+// (every SSE2 CPU), 3, 5, 6 and 7 by the spread kernel (SSSE3, 16 / EB columns or more).
 template <int EB, class SR>
-bool try_spread(const SR& row, const StridedOut& col, int64_t rows, int64_t cols) {
+bool try_interleave(const SR& row, const StridedOut& col, int64_t rows, int64_t cols, const narrow::Batch& b) {
+  if (rows == 2) return interleave<EB, 2>(row, col, cols, b), true;
+  if (rows == 4) return interleave<EB, 4>(row, col, cols, b), true;
   if (cols < 16 / EB || !cpu().ssse3) return false;
   switch (rows) {
-    case 3: spread_rows<3, EB>(row, col, cols); return true;
-    case 5: spread_rows<5, EB>(row, col, cols); return true;
-    case 6: spread_rows<6, EB>(row, col, cols); return true;
-    case 7: spread_rows<7, EB>(row, col, cols); return true;
+    case 3: spread_rows<3, EB>(row, col, cols, b); return true;
+    case 5: spread_rows<5, EB>(row, col, cols, b); return true;
+    case 6: spread_rows<6, EB>(row, col, cols, b); return true;
+    case 7: spread_rows<7, EB>(row, col, cols, b); return true;
     default: return false;
   }
 }
@@ -438,9 +466,7 @@ bool try_spread(const SR& row, const StridedOut& col, int64_t rows, int64_t cols
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
-    if (rows == 2) return interleave<1, 2>(row, col, cols);
-    if (rows == 4) return interleave<1, 4>(row, col, cols);
-    if (rows < 8 && try_spread<1>(row, col, rows, cols)) return;
+    if (rows < 8 && try_interleave<1>(row, col, rows, cols, narrow::Batch{})) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
@@ -467,9 +493,7 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
 template <class SR, class DC>
 void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
-    if (rows == 2) return interleave<2, 2>(row, col, cols);
-    if (rows == 4) return interleave<2, 4>(row, col, cols);
-    if (rows < 8 && try_spread<2>(row, col, rows, cols)) return;
+    if (rows < 8 && try_interleave<2>(row, col, rows, cols, narrow::Batch{})) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
@@ -575,6 +599,12 @@ bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
   if (try_short_rows(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return false;
   if (eb == 1 && try_gather<1>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) return false;
   if (eb == 2 && try_gather<2>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) return false;
+  if (eb == 1 && rows < 8 && try_interleave<1>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) {
+    return false;
+  }
+  if (eb == 2 && rows < 8 && try_interleave<2>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) {
+    return false;
+  }
 #endif
   for (int64_t i = 0; i < count; ++i) transpose(src + i * src_step, src_stride, dst + i * dst_step, dst_stride, rows, cols, eb);
   return false;

@@ -15,6 +15,7 @@
 namespace npupack {
 
 #if defined(__SSE2__)
+namespace detail {
 // The AVX form: 32-byte non-temporal stores. Zen 3 issues about one non-temporal store per two
 // cycles whatever its width, so 32 bytes at a time stream twice the bytes of 16 (12 MiB of
 // output: 47 against 23 GB/s in a C++ loop). They need 32-byte alignment; NumPy's large buffers
@@ -30,6 +31,7 @@ __attribute__((target("avx"))) inline int64_t stream_copy_avx(char* dst, const c
   }
   return i;
 }
+}  // namespace detail
 #endif
 
 // Copies n bytes; the 16-byte-aligned middle of dst bypasses the caches. Call stream_fence()
@@ -43,7 +45,7 @@ inline void stream_copy(char* dst, const char* src, int64_t n) {
   }
   std::memcpy(dst, src, static_cast<size_t>(head));
   int64_t i = head;
-  if (cpu().avx) i = stream_copy_avx(dst, src, i, n);
+  if (cpu().avx) i = detail::stream_copy_avx(dst, src, i, n);
   for (; i + 16 <= n; i += 16) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
   }
