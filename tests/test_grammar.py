@@ -127,6 +127,8 @@ def test_pad_value_and_out_and_noncontiguous(rng):
     (lambda: npupack.pack(np.zeros((1, 17, 1, 1), np.int8), "NCHW16c", out=np.zeros(31, np.uint8)),
      LayoutError, "31 bytes"),
     (lambda: npupack.unpack(np.zeros(10, np.uint8), "NCHW16c", (1, 17, 1, 1), np.int8), LayoutError, "needs 32"),
+    (lambda: npupack.unpack(np.zeros(16, np.int16), "NCHW16c", (1, 17, 1, 1), np.int8), TypeError,
+     "buf: expected a uint8 byte buffer"),
     (lambda: Layout.parse("NCHW16c").nbytes((2**40, 2**40, 2**40, 1), np.int8), LayoutError, "overflow"),
     (lambda: npupack.unpack(np.zeros(64, np.uint8), "NCHW16c", (1, 2.5, 1, 1), np.int8), TypeError,
      "shape: dimensions must be integers"),

@@ -452,11 +452,37 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
 
 
 def unpack(buf, layout, shape, dtype, *, pad_lo=None, pad_hi=None) -> np.ndarray:
-    """Read the logical tensor of ``shape`` (logical order) and ``dtype`` back from a packed
-    buffer (uint8, at least ``nbytes`` bytes); positions that hold no element are ignored.
+    """Read the logical tensor back from a buffer packed in a blocked layout: the inverse of
+    :func:`pack` (generic engine; spec/openvino.md 3.2 and 4).
 
-    Returns a new array of ``shape`` and ``dtype``. Raises as :func:`pack`, and LayoutError when
-    ``buf`` is too short.
+    Parameters
+    ----------
+    buf : numpy.ndarray of uint8
+        Packed bytes, at least ``layout.nbytes(shape, dtype)`` of them (any further bytes are
+        not read). Positions that hold no element (tails, padding, alignment) are ignored.
+        Not modified.
+    layout : Layout or str
+        A :class:`Layout` or its text (``"NCHW16c"``).
+    shape : sequence of int
+        The logical shape in the layout's logical order (``layout.logical``; e.g. N,C,H,W for
+        ``NCHW16c``, O,I,H,W for ``OIHW8i16o2i``), in elements, before padding.
+    dtype : numpy dtype
+        Element type of 1, 2, 4 or 8 bytes, as given to :func:`pack`.
+    pad_lo, pad_hi : sequence of int, optional
+        The padding given to :func:`pack` (elements per dim); the padded positions are skipped.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new C-contiguous array of ``shape`` and ``dtype`` (``prod(shape) * itemsize`` bytes).
+
+    Raises
+    ------
+    TypeError
+        As :func:`pack`; ``buf`` not a uint8 array.
+    ValueError, LayoutError
+        As :func:`pack` for the layout, shape and padding; LayoutError when ``buf`` is shorter
+        than ``layout.nbytes(shape, dtype)`` bytes.
     """
     lay = _as_layout(layout)
     dtype = _check_dtype(dtype, "dtype")
