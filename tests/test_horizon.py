@@ -55,13 +55,19 @@ def test_worked_examples():
                                           ("F16", "float16"), ("S32", "int32"), ("F32", "float32"),
                                           ("U64", "uint64"), ("F64", "float64")])
 def test_type_names(hb, np_name):
-    """A dtype given as an hbDNNDataType name, a NumPy name or a NumPy type means the same element:
-    "S8" is a signed byte, not NumPy's 8-byte string, and "U8" an unsigned byte, not unicode."""
+    """A dtype given as an hbDNNDataType name, a NumPy name or a NumPy type means the same element
+    in every function that takes one: "S8" is a signed byte, not NumPy's 8-byte string, and "U8"
+    an unsigned byte, not unicode."""
     es = np.dtype(np_name).itemsize
+    x = np.arange(6).astype(np_name).reshape(2, 3)
     for t in (hb, "HB_DNN_TENSOR_TYPE_" + hb, np_name, np.dtype(np_name)):
         assert hz.strides((2, 3), t) == (3 * es, es)
         assert hz.aligned_shape((1, 1, 1, 100), t, role="output") == \
             hz.aligned_shape((1, 1, 1, 100), np.dtype(np_name), role="output")
+        got = hz.strip(hz.pad(x, aligned_shape=(2, 4)), (2, 3), t, aligned_shape=(2, 4))
+        assert got.dtype == np.dtype(np_name) and np.array_equal(got, x)
+        if np.dtype(np_name).kind in "iu":
+            assert hz.quantize([1.0], dtype=t, quanti_type="SCALE", scale=1.0).dtype == np.dtype(np_name)
 
 
 def test_s100_y_uv_strides():
@@ -137,6 +143,14 @@ def test_quantisation():
     (lambda: hz.aligned_shape((1, 2, 3, 4), np.complex64), TypeError, "dtype: .*complex64"),
     (lambda: hz.strides((2, 3), object), TypeError, "dtype: .*object"),
     (lambda: hz.nbytes((2, 3), 5, stride=(3, 1)), TypeError, "dtype: 5"),
+    (lambda: hz.strides((2, 3), None), TypeError, "dtype: an element type is required"),
+    (lambda: hz.aligned_shape((1, 2, 3, 4), None), TypeError, "dtype: an element type is required"),
+    (lambda: hz.strip(np.zeros(6, np.uint8), (2, 3), None, aligned_shape=(2, 3)), TypeError,
+     "dtype: an element type is required"),
+    (lambda: hz.strip(np.zeros(6, np.uint8), (2, 3), "int9", aligned_shape=(2, 3)), ValueError,
+     "dtype: 'int9' is neither"),
+    (lambda: hz.strip(np.zeros(6, np.uint8), (2, 3), "S4", aligned_shape=(2, 3)), UnsupportedError, "4-bit"),
+    (lambda: hz.quantize([1.0], dtype="int9", quanti_type="SCALE", scale=1.0), ValueError, "dtype: 'int9' is neither"),
     (lambda: hz.pad(np.zeros((1, 2, 2, 3), np.int8), stride=(12, 6, 3, -1)), LayoutError, "negative"),
     (lambda: hz.pad(np.zeros((1, 2, 2, 3), np.int8), stride=(12, 6, 2, 1)), LayoutError, "overlaps"),
     (lambda: hz.pad(np.zeros((1, 2, 2, 3), np.int8), stride=(12, 6, 3)), LayoutError, "3 entries"),
@@ -168,3 +182,8 @@ def test_cli_explain(capsys):
     assert main(["explain", "horizon:NCHW", "--dtype", "uint16", "--stride", "301056,100352,448,2",
                  "--shape", "1,3,212,212", "--limit", "200000"]) == 0
     assert "i = 122759 => [N=0; C=2; H=100; W=7];" in capsys.readouterr().out
+    # hbDNNDataType names are the field's way to write the element type: the same as NumPy's.
+    for name in ("S32", "HB_DNN_TENSOR_TYPE_S32"):
+        assert main(["explain", "horizon:NHWC", "--dtype", name, "--role", "output", "--shape", "1,13,13,425",
+                     "--limit", "20000"]) == 0
+        assert capsys.readouterr().out == out

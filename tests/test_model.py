@@ -156,7 +156,7 @@ def test_cli_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["pack", "x.onnx", "--precision", "int4", "-o", "o"])
     assert main(["explain", "horizon:NHWC", "--dtype", "int9", "--shape", "1,2,3,4"]) == 2
-    assert "dtype: 'int9' is not a NumPy dtype" in capsys.readouterr().err
+    assert "dtype: 'int9' is neither an hbDNNDataType name" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["explain", "b_fs_yx_fsv16", "--shape", "1,16,2,2", "--limit", "-1"])
     assert "--limit: expected a count >= 0, got '-1'" in capsys.readouterr().err

@@ -178,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--chip", default=None, help="Kneron chip (kl520, kl630, kl720, kl730, kl830)")
     ex.add_argument("--stride", type=_ints, default=None,
                     help="Kneron stride_npu (scalars) or Horizon stride (bytes)")
-    ex.add_argument("--dtype", default="int8", help="Horizon element type (default int8)")
+    ex.add_argument("--dtype", default="int8",
+                    help="Horizon element type: hbDNNDataType name (S8, U8, F16, ...) or NumPy dtype (default int8)")
     ex.add_argument("--role", default="input", choices=["input", "output"], help="Horizon tensor role")
     ex.set_defaults(func=_cmd_explain)
 

@@ -8,7 +8,6 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout
-from npupack.layout import check_dtype
 
 __all__ = ["resolve_layout", "explain_lines", "explain_strided_lines", "vendor_explain_lines"]
 
@@ -116,7 +115,7 @@ def vendor_explain_lines(fmt: str, shape, *, chip=None, stride=None, dtype="int8
         from npupack import horizon
 
         layout = horizon.tensor_layout(name)
-        dt = check_dtype(dtype, "dtype")
+        dt = horizon.numpy_dtype(dtype)
         if stride is None:
             aligned = horizon.aligned_shape(shape, dt, layout=layout, role=role)
             stride = horizon.strides(aligned, dt)

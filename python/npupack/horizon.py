@@ -19,8 +19,8 @@ from npupack.layout import (Dim, check_bool, check_dims, check_int, check_no_nan
                             little_endian, strided_layout)
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
-           "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12", "unpack_nv12",
-           "quantize", "dequantize", "tensor_layout"]
+           "numpy_dtype", "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12",
+           "unpack_nv12", "quantize", "dequantize", "tensor_layout"]
 
 # hbDNNDataType names (horizon.md 2), identified by name, never by number.
 ELEMENT_SIZE = {"S8": 1, "U8": 1, "S16": 2, "U16": 2, "F16": 2, "S32": 4, "U32": 4, "F32": 4, "S64": 8, "U64": 8,
@@ -69,14 +69,24 @@ def _rule(rule) -> AlignmentRule:
         raise ValueError(f"rule: unknown alignment rule {rule!r}; registered: {sorted(ALIGNMENT_RULES)}") from None
 
 
-def _elem_size(value, arg: str = "dtype") -> int:
+def numpy_dtype(value, arg: str = "dtype") -> np.dtype:
+    """The NumPy dtype of an element type (horizon.md 2), as every function here reads one.
+
+    ``value`` is an hbDNNDataType name ("S8", "U8", "F16", ..., with or without the
+    ``HB_DNN_TENSOR_TYPE_`` prefix, any case; read before NumPy would take "S8" for an 8-byte
+    string and "U8" for unicode) or a NumPy integer or float dtype ("int8", ``np.float16``).
+    Returns a ``numpy.dtype`` of 1, 2, 4 or 8 bytes. Raises UnsupportedError for 4-bit types
+    (S4, U4); ValueError for any other string that names neither; TypeError for None or a
+    dtype that is not integer or float. ``arg`` names the argument in the messages."""
     # hbDNNDataType names first: NumPy would read "S8" as an 8-byte string and "U8" as unicode.
     if isinstance(value, str):
         key = value.upper().replace("TENSOR_TYPE_", "").replace("HB_DNN_", "")
         if key in ("S4", "U4"):
             raise UnsupportedError(f"{arg}: {value} (4-bit) tensors are not supported (horizon.md 2)")
-        if key in ELEMENT_SIZE:
-            return ELEMENT_SIZE[key]
+        if key in _NUMPY:
+            return np.dtype(_NUMPY[key])
+    if value is None:  # np.dtype(None) would be float64
+        raise TypeError(f"{arg}: an element type is required (an hbDNNDataType name or a NumPy dtype)")
     try:
         dt = np.dtype(value)
     except (TypeError, ValueError):
@@ -85,7 +95,11 @@ def _elem_size(value, arg: str = "dtype") -> int:
         kind = ValueError if isinstance(value, str) else TypeError
         raise kind(f"{arg}: {value!r} is neither an hbDNNDataType name {sorted(ELEMENT_SIZE)} nor a NumPy integer "
                    "or float dtype") from None
-    return dt.itemsize
+    return dt
+
+
+def _elem_size(value, arg: str = "dtype") -> int:
+    return numpy_dtype(value, arg).itemsize
 
 
 def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int:
@@ -304,7 +318,7 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
 def strip(buf, valid_shape, dtype, *, stride=None, aligned_shape=None) -> np.ndarray:
     """Read the valid tensor (dense, ``valid_shape``, ``dtype``) out of an aligned buffer
     (horizon.md 6). Raises LayoutError for a short buffer or bad strides."""
-    dtype = np.dtype(_NUMPY[dtype.upper()] if isinstance(dtype, str) else dtype)
+    dtype = numpy_dtype(dtype)
     valid, st = _byte_strides(valid_shape, dtype.itemsize, stride, aligned_shape)
     data = np.asarray(buf)
     if data.dtype != np.uint8:
@@ -439,7 +453,7 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
         dtype = properties.tensor_type
     if dtype is None:
         raise ValueError("dtype: the integer type to produce is required")
-    dtype = np.dtype(_NUMPY[dtype.upper()] if isinstance(dtype, str) else dtype)
+    dtype = numpy_dtype(dtype)
     if dtype not in _RANGES:
         raise TypeError(f"dtype: quantize produces integers, got {dtype}")
     if rounding not in ("nearest_even", "nearest_away"):

@@ -253,7 +253,10 @@ def check_bool(value, name: str) -> bool:
 
 
 def check_dtype(dtype, name: str) -> np.dtype:
-    """``np.dtype(dtype)``, with a TypeError naming ``name`` instead of NumPy's bare message."""
+    """``np.dtype(dtype)``, with a TypeError naming ``name`` instead of NumPy's bare message;
+    None is a TypeError too (NumPy reads it as float64, which no caller means)."""
+    if dtype is None:
+        raise TypeError(f"{name}: a dtype is required, got None")
     try:
         return np.dtype(dtype)
     except (TypeError, ValueError):
