@@ -4,7 +4,10 @@ read by truthiness ("no" used to mean True); a rounding mode is checked whatever
 domain (Kneron radix and Horizon shift are whole power-of-two exponents, a Horizon zero point a
 whole int32, a dequantisation scale finite and nonzero) instead of being truncated or turned into
 NaN; the helper functions that take plain integers (post-extension choice, BPU byte alignment)
-refuse zero, negative and fractional values with an error naming the argument."""
+refuse zero, negative and fractional values with an error naming the argument; every NVDLA call
+that takes a ``config`` refuses anything but a Config, and the arguments that used to crash inside
+the library (a Horizon ``properties`` that is not TensorProperties, an NV12 ``w_align`` of 0, a
+Kneron layout without an element type, a sparsity ``tail`` of 0) are errors naming them."""
 import numpy as np
 import pytest
 
@@ -208,3 +211,63 @@ def test_post_extension_is_an_integer_factor():
     one = nv.pack_weights(w, kind="image", pixel_format="T_A8B8G8R8", post_extension=1).weight
     assert np.array_equal(nv.pack_weights(w, kind="image", pixel_format="T_A8B8G8R8",
                                           post_extension=np.int64(1)).weight, one)
+
+
+# Every public NVDLA call that takes a hardware configuration, everything else valid: each used
+# to read an attribute of whatever it was given (AttributeError on a name, a number or None).
+CONFIG_CALLS = {
+    "pack_weights": lambda c: nv.pack_weights(W8, config=c),
+    "pack_weights winograd": lambda c: nv.pack_weights(W16, kind="winograd", config=c),
+    "pack_weights_many": lambda c: nv.pack_weights_many([W8], config=c),
+    "weights_nbytes": lambda c: nv.weights_nbytes(W8.shape, precision="int8", config=c),
+    "dc_layout": lambda c: nv.dc_layout(W8.shape, "int8", c),
+    "winograd_layout": lambda c: nv.winograd_layout((4, 32, 4, 4), "fp16", c),
+    "pack_feature": lambda c: nv.pack_feature(X8, config=c),
+    "pack_feature with strides": lambda c: nv.pack_feature(X8, config=c, line_stride=128),
+    "unpack_feature": lambda c: nv.unpack_feature(np.zeros(4096, np.uint8), X8.shape, np.int8, config=c),
+    "feature_strides": lambda c: nv.feature_strides(X8.shape, "int8", c),
+    "feature_layout": lambda c: nv.feature_layout(X8.shape, "int8", c),
+    "check_alignment": lambda c: nv.check_alignment("feature", config=c, address=0),
+    "prune": lambda c: nv.prune(W16, 0.5, config=c),
+    "pack_bias": lambda c: nv.pack_bias(np.arange(4, dtype=np.int8), precision="int8", config=c),
+}
+
+
+@pytest.mark.parametrize("bad", [None, "nv_full", 32, (32, 64), {}])
+@pytest.mark.parametrize("case", list(CONFIG_CALLS))
+def test_config_must_be_a_config(case, bad):
+    CONFIG_CALLS[case](nv.NV_FULL)
+    with pytest.raises(TypeError, match="config: expected an npupack.nvdla.Config"):
+        CONFIG_CALLS[case](bad)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: hz.quantize([1.0], dtype="S8", properties="S8"), TypeError,
+     "properties: expected an npupack.horizon.TensorProperties, got str"),
+    (lambda: hz.dequantize(np.ones(2, np.int8), properties={"quanti_type": "SCALE"}), TypeError,
+     "properties: expected an npupack.horizon.TensorProperties, got dict"),
+    (lambda: hz.pack_nv12(Y, UV, w_align=0), ValueError, "w_align: the row alignment must be >= 1 byte, got 0"),
+    (lambda: hz.pack_nv12(Y, UV, w_align=-16), ValueError, "w_align: the row alignment must be >= 1 byte"),
+    (lambda: hz.pack_nv12(Y, UV, w_align=1.5), TypeError, "w_align: expected an integer"),
+    (lambda: hz.unpack_nv12(np.zeros(64, np.uint8), 4, 8, w_align=0), ValueError, "w_align: .* >= 1"),
+    (lambda: hz.unpack_nv12(np.zeros(64, np.uint8), "4", 8), TypeError, "height: expected an integer"),
+    (lambda: hz.unpack_nv12(np.zeros(64, np.uint8), 0, 0), npupack.LayoutError, "at least 2x2"),
+    (lambda: kn.quantize(np.ones(4), 3, 1.0, layout=0), ValueError, "layout: KP_UNKNOWN has no element type"),
+    (lambda: nv.analyze_sparsity(np.ones(64, np.uint8), precision="int8", kernel_group_elements=32, tail=0),
+     ValueError, "tail: the surface alignment must be >= 1 byte, got 0"),
+    (lambda: nv.analyze_sparsity(np.ones(64, np.uint8), precision="int8", kernel_group_elements=32, tail=1.5),
+     TypeError, "tail: expected an integer"),
+])
+def test_arguments_that_used_to_crash(call, error, match):
+    """Each of these raised AttributeError, ZeroDivisionError or KeyError from inside the
+    library, or (w_align=-16, 1.5) packed with a wrong row stride."""
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_nv12_row_alignment_of_one_byte():
+    """w_align=1 is the smallest alignment: rows back to back, the planes as they are."""
+    buf = hz.pack_nv12(Y, UV, w_align=1)
+    assert np.array_equal(buf, np.concatenate([Y.ravel(), UV.ravel()]))
+    y, uv = hz.unpack_nv12(buf, 4, 8, w_align=1)
+    assert np.array_equal(y, Y) and np.array_equal(uv, UV)

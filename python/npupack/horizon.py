@@ -328,7 +328,13 @@ def strip(buf, valid_shape, dtype, *, stride=None, aligned_shape=None) -> np.nda
 
 
 def _row_stride(w: int, w_align, rule) -> int:
-    a = int(w_align) if w_align is not None else _rule(rule).image_w_align
+    """Bytes per NV12 row: W rounded up to ``w_align`` (an integer >= 1) or the rule's."""
+    if w_align is None:
+        a = _rule(rule).image_w_align
+    else:
+        a = check_int(w_align, "w_align")
+        if a < 1:
+            raise ValueError(f"w_align: the row alignment must be >= 1 byte, got {a}")
     return -(-w // a) * a
 
 
@@ -337,7 +343,8 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
     ``H*Ws*3/2`` bytes (Y rows of ``Ws`` bytes, then interleaved UV rows), or ``(y_buf, uv_buf)``
     with ``separate=True``. ``Ws = align(W, w_align or rule.image_w_align)`` (16 on X3/X5, pass
     32 for J6/S100); row tails are 0. Raises LayoutError for odd H/W or mismatched planes,
-    TypeError for planes that are not uint8 or a ``separate`` that is not a bool."""
+    TypeError for planes that are not uint8, a ``separate`` that is not a bool or a ``w_align``
+    that is not an integer, ValueError for a ``w_align`` < 1."""
     separate = check_bool(separate, "separate")
     y, uv = np.asarray(y), np.asarray(uv)
     if y.dtype != np.uint8 or uv.dtype != np.uint8:
@@ -360,7 +367,11 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
 def unpack_nv12(buf, height: int, width: int, *, w_align=None, rule="x3", uv_buf=None):
     """Inverse of :func:`pack_nv12`: returns ``(y, uv)``, uint8 ``(H, W)`` and ``(H/2, W/2, 2)``
     (horizon.md 5). Give the UV plane as ``uv_buf`` for NV12_SEPARATE buffers. Raises LayoutError
-    for odd sizes or buffers shorter than their planes."""
+    for odd sizes, sizes < 2 or buffers shorter than their planes, TypeError for a height, width
+    or ``w_align`` that is not an integer, ValueError for a ``w_align`` < 1."""
+    height, width = check_int(height, "height"), check_int(width, "width")
+    if height < 2 or width < 2:
+        raise LayoutError(f"height/width: an NV12 image is at least 2x2, got {height}x{width}")
     if height % 2 or width % 2:
         raise LayoutError(f"height/width: NV12 needs even sizes, got {height}x{width}")
     ws = _row_stride(width, w_align, rule)
@@ -377,6 +388,9 @@ _RANGES = {np.dtype(t): (np.iinfo(t).min, np.iinfo(t).max) for t in (np.int8, np
 
 def _params(properties, quanti_type, shift, scale, zero_point, axis):
     if properties is not None:
+        if not isinstance(properties, TensorProperties):
+            raise TypeError(f"properties: expected an npupack.horizon.TensorProperties, got "
+                            f"{type(properties).__name__}")
         return (properties.quanti_type, properties.shift, properties.scale, properties.zero_point,
                 properties.quantize_axis)
     return quanti_type, shift, scale, zero_point, axis

@@ -406,10 +406,10 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
     ``dtype=np.float32`` returns the rounded values as float32 without clipping (for RAW_FLOAT
     models that expect scaled inputs). Computed in float64; ``rounding`` "nearest_even" (default)
     or "nearest_away".
-    Raises ValueError for bad parameters or rounding, a radix that is not a whole number, a scale
-    that is not finite and > 0, a ``dtype`` other than float32, and a NaN in ``x`` for an integer
-    result (it has no integer value); TypeError for non-real input, a non-integer ``bits`` or
-    ``axis``.
+    Raises ValueError for bad parameters or rounding, a layout without an element type
+    (KP_UNKNOWN), a radix that is not a whole number, a scale that is not finite and > 0, a
+    ``dtype`` other than float32, and a NaN in ``x`` for an integer result (it has no integer
+    value); TypeError for non-real input, a non-integer ``bits`` or ``axis``.
     """
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiu":
@@ -417,7 +417,10 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
     if rounding not in ("nearest_even", "nearest_away"):
         raise ValueError(f"rounding: {rounding!r} is not 'nearest_even' or 'nearest_away'")
     if layout is not None:
-        bits = _SCALAR[DataLayout.named(layout).value]
+        named = DataLayout.named(layout)
+        if named.value not in _SCALAR:
+            raise ValueError(f"layout: {named.name} has no element type to quantise to; give a known layout or bits=")
+        bits = _SCALAR[named.value]
         if bits == "f32":
             bits = None
     bits = 8 if bits is None else check_int(bits, "bits")

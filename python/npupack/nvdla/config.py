@@ -129,6 +129,12 @@ class Config:
         return dict(_PRESETS)
 
 
+def check_config(config) -> None:
+    """TypeError naming ``config`` unless it is a :class:`Config` (a preset or your own)."""
+    if not isinstance(config, Config):
+        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+
+
 _FIELDS = ("name", "atom_bytes", "mac_atomic_c", "mac_atomic_k", "cbuf_entry_width", "weight_size_alignment",
            "precisions", "winograd", "compression")
 assert _FIELDS == tuple(Config.__dataclass_fields__)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.nvdla.config import Config, element_size
+from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import _check_rounding, convert_elements, infer_precision
-from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_config, check_stride,
+from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_stride,
                                     check_unit_scale, kcrs, write_surfaces)
 
 __all__ = ["deconv_sets", "merge_deconv_sets"]

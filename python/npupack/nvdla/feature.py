@@ -21,7 +21,7 @@ import numpy as np
 from npupack.errors import LayoutError
 from npupack.layout import (BlockedLayout, Dim, as_byte_buffer, check_bool, check_dims, check_dtype, check_int,
                             check_out, little_endian)
-from npupack.nvdla.config import NV_FULL, Config, element_size
+from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import (_TARGET_DTYPE, _check_rounding, _pack_if_finite_fp16, convert_elements,
                                    infer_precision)
 
@@ -83,6 +83,7 @@ def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_str
                      np.dtype(np.float16): "fp16"}.get(np.dtype(precision), str(precision))
     es = element_size(precision)
     n, c, h, w = _nchw(shape)
+    check_config(config)
     atom = config.atom_bytes
     a = atom // es
     g = -(-c // a)
@@ -176,6 +177,8 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
         Integer values that do not fit the target precision; a bad ``rounding`` (whatever the
         input dtype).
     """
+    if type(config) is not Config:
+        check_config(config)
     if rounding != "nearest_even":
         _check_rounding(rounding)
     if saturate is not True:
@@ -241,6 +244,7 @@ def unpack_feature(buf, shape, dtype=None, *, config: Config = NV_FULL, precisio
     UnsupportedError
         The precision is not supported by ``config``.
     """
+    check_config(config)
     precision = _precision_of(dtype, precision)
     config.require_precision(precision)
     n, c, h, w = _nchw(shape)

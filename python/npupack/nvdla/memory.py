@@ -17,7 +17,7 @@ import numpy as np
 
 from npupack.errors import LayoutError
 from npupack.layout import as_byte_buffer, check_out
-from npupack.nvdla.config import NV_FULL, Config
+from npupack.nvdla.config import NV_FULL, Config, check_config
 from npupack.nvdla.rules import alignment_rules
 
 __all__ = ["Placement", "MemoryPlan"]
@@ -70,8 +70,7 @@ class MemoryPlan:
     """
 
     def __init__(self, config: Config = NV_FULL, *, base_address: int = 0):
-        if not isinstance(config, Config):
-            raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+        check_config(config)
         if isinstance(base_address, bool) or not isinstance(base_address, (int, np.integer)) or base_address < 0 \
                 or base_address % 256:
             raise LayoutError(f"base_address: must be a multiple of 256 bytes >= 0, got {base_address!r}")

@@ -12,7 +12,7 @@ from typing import Optional
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import check_dims
-from npupack.nvdla.config import NV_FULL, PRECISIONS, Config
+from npupack.nvdla.config import NV_FULL, PRECISIONS, Config, check_config
 
 __all__ = ["PrecisionRule", "PRECISION_TABLES", "check_precision", "FP16_INF_AS", "FP16_RULES", "AlignmentRule",
            "ALIGNMENT", "alignment_rules", "check_alignment"]
@@ -211,8 +211,9 @@ def check_alignment(kind: str, *, config: Config = NV_FULL, address=None, line_s
     ValueError
         Unknown ``kind``.
     TypeError
-        A value or a ``shape`` entry that is not an integer.
+        A value or a ``shape`` entry that is not an integer; a ``config`` that is not a Config.
     """
+    check_config(config)
     if shape is not None:
         shape = check_dims(shape, "shape")
         if len(shape) not in (3, 4):

@@ -24,7 +24,7 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_bool, check_out, little_endian
-from npupack.nvdla.config import NV_FULL, PRECISIONS, Config
+from npupack.nvdla.config import NV_FULL, PRECISIONS, Config, check_config
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements
 
 __all__ = ["USES", "bytes_per_atom", "SdpOperand", "pack_bias", "pack_prelu", "pack_batchnorm", "pack_eltwise",
@@ -72,8 +72,7 @@ def _pipeline(precision, pipeline) -> str:
 
 
 def _check_precision(precision, config: Config) -> None:
-    if not isinstance(config, Config):
-        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+    check_config(config)
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS} (the SDP processing precision)")
     config.require_precision(precision)

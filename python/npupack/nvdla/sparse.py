@@ -23,7 +23,7 @@ import numpy as np
 from npupack import _core
 from npupack.errors import LayoutError
 from npupack.layout import check_int, check_out, little_endian
-from npupack.nvdla.config import NV_FULL, Config, PRECISIONS, element_size
+from npupack.nvdla.config import NV_FULL, Config, PRECISIONS, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
 __all__ = ["SparsityReport", "analyze_sparsity", "compress_weights", "decompress_weights", "prune"]
@@ -144,6 +144,8 @@ def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_eleme
         ``stream`` of another dtype than ``precision``'s elements or uint8.
     LayoutError
         A byte stream that is not whole elements; ``kernel_group_elements`` < 1.
+    ValueError
+        ``tail`` < 1 (TypeError when it is not an integer).
     """
     from npupack.nvdla.surfaces import WeightSurfaces
 
@@ -155,6 +157,10 @@ def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_eleme
         stream = ws.weight[:ws.meaningful_bytes]
     elif precision is None or kernel_group_elements is None:
         raise TypeError("analyze_sparsity: precision= and kernel_group_elements= are required for a raw stream")
+    else:
+        tail = check_int(tail, "tail")
+        if tail < 1:
+            raise ValueError(f"tail: the surface alignment must be >= 1 byte, got {tail}")
     raw, es = _stream_bytes(stream, precision)
     group = _group_elements(kernel_group_elements)
     n = raw.size // es
@@ -352,8 +358,9 @@ def prune(w, sparsity: float, *, precision: str | None = None, config: Config = 
     ValueError
         ``sparsity`` outside [0, 1] or not finite; ``kernel_axis`` out of range.
     TypeError
-        A non-real dtype.
+        A non-real dtype; a ``config`` that is not a Config.
     """
+    check_config(config)
     from npupack.nvdla.convert import infer_precision
 
     arr = little_endian(np.asarray(w))

@@ -12,7 +12,7 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim, is_int, check_dims
-from npupack.nvdla.config import NV_FULL, Config, element_size
+from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
 __all__ = ["WeightSurfaces", "dc_layout"]
@@ -148,11 +148,6 @@ def roundup(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
-def check_config(config) -> None:
-    if not isinstance(config, Config):
-        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
-
-
 def check_stride(stride) -> tuple[int, int]:
     """``(stride_y, stride_x)`` as two ints >= 1."""
     try:
@@ -190,7 +185,9 @@ def dc_layout(packed_shape, precision: str, config: Config = NV_FULL) -> Blocked
     densification): ragged K tiles of ``kpg`` and C tiles of ``cb``, nest ``K/kpg, C/cb, R, S,
     kpg, cb`` (nvdla.md 6.1). Its ``nbytes`` is the meaningful byte count (no tail).
     Descriptors are immutable and cached: compilers call this per layer. Raises LayoutError for
-    a shape that is not 4 dims >= 1, ValueError for an unknown precision."""
+    a shape that is not 4 dims >= 1, ValueError for an unknown precision, TypeError for a
+    ``config`` that is not a Config."""
+    check_config(config)
     return _dc_layout(kcrs(packed_shape, "shape"), precision, config)
 
 

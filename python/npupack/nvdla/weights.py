@@ -19,7 +19,7 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import as_byte_buffer, check_bool, check_out, little_endian
-from npupack.nvdla.config import NV_FULL, Config, element_size
+from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _check_rounding, _pack_if_finite_fp16, convert_elements, infer_precision
 from npupack.nvdla.deconv import pack_deconv, unpack_deconv
 from npupack.nvdla.image_weights import pack_image, post_extension_factor, unpack_image
@@ -44,8 +44,10 @@ def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: i
     ``(K, C, R, S)`` with ``stride``, deconvolution ``(C_in, K_out, R, S)`` with ``stride`` (the
     size of *each* set; all sets have the same size). The result is the meaningful bytes
     ``K' * C' * R' * S' * es`` of ``packed_shape`` rounded up to ``config.weight_size_alignment``
-    (Winograd: at least 128). Raises LayoutError / UnsupportedError as :func:`pack_weights`.
+    (Winograd: at least 128). Raises LayoutError / UnsupportedError / TypeError as
+    :func:`pack_weights`.
     """
+    check_config(config)
     if kind not in _KINDS:
         raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
     config.require_precision(precision)
@@ -177,8 +179,8 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``,
         ``scale``, ``compress`` or ``kind``.
     """
-    if type(config) is not Config and not isinstance(config, Config):
-        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+    if type(config) is not Config:
+        check_config(config)
     if type(w) is np.ndarray:
         w = little_endian(w)  # the same values; the NVDLA dtypes are little-endian (nvdla.md 2.1)
     if saturate is not True or allow_nan is not False:
@@ -362,8 +364,7 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
             except (ValueError, TypeError) as e:
                 raise type(e)(f"layer {i}: {e}") from e
         return out
-    if not isinstance(config, Config):
-        raise TypeError(f"config: expected an npupack.nvdla.Config, got {type(config).__name__}")
+    check_config(config)
     if rounding != "nearest_even":
         _check_rounding(rounding)
     # Each layer's shape checks and layout come from the plans pack_weights caches (a model

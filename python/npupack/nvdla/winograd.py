@@ -15,10 +15,10 @@ import numpy as np
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim
-from npupack.nvdla.config import Config, element_size
+from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import (_ROUNDINGS, _TARGET_DTYPE, _first_nan, _fp16_all_finite, _fp16_has_inf,
                                    convert_elements, infer_precision)
-from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_config, check_stride, kcrs, roundup,
+from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_stride, kcrs, roundup,
                                     write_surfaces)
 
 __all__ = ["winograd_layout", "winograd_shape", "WINOGRAD_G"]
@@ -47,7 +47,9 @@ def winograd_layout(packed_shape, precision: str, config: Config) -> BlockedLayo
     ragged kernel groups of ``kpg``, 4-channel blocks, nest ``K/kpg, C/4, kpg, R, S, 4``.
     ``nbytes`` = ``K * C_ext * 16 * es`` bytes. Used to unpack; packing runs fused in C++ (and
     the tests check the two agree). Raises LayoutError for a shape that is not
-    ``(K, C_ext, 4, 4)`` with ``C_ext % 4 == 0``, ValueError for an unknown precision."""
+    ``(K, C_ext, 4, 4)`` with ``C_ext % 4 == 0``, ValueError for an unknown precision, TypeError
+    for a ``config`` that is not a Config."""
+    check_config(config)
     return _winograd_layout(kcrs(packed_shape, "packed_shape"), precision, config)
 
 
