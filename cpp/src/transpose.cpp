@@ -98,8 +98,8 @@ void tile_2d(SR row, DC col, int64_t rows, int64_t cols, int64_t rb, int64_t cb,
 
 // Calls f(row, col) for each matrix of the batch b, row and col advanced by its steps. A source
 // of row pointers (PtrRows) has no base to advance and is always a single matrix.
-template <class SR, class F>
-__attribute__((always_inline)) inline void for_each_matrix(SR row, StridedOut col, const narrow::Batch& b, F f) {
+template <class SR, class DC, class F>
+__attribute__((always_inline)) inline void for_each_matrix(SR row, DC col, const narrow::Batch& b, F f) {
   if constexpr (std::is_same_v<SR, PtrRows>) {
     f(row, col);
   } else {
@@ -384,10 +384,10 @@ __attribute__((always_inline)) inline __m128i shuffle_join(const __m128i* in, co
 
 // Rows r..r + 16 / EB - 1 of Cols back-to-back columns into 16 bytes of each column.
 template <int Cols, int EB, class DC>
-__attribute__((always_inline)) inline void gather_step(const char* src, const DC& col, int64_t r,
+__attribute__((always_inline)) inline void gather_step(const Strided& row, const DC& col, int64_t r,
                                                        const ShuffleTable& T) {
   __m128i in[Cols];
-  for (int q = 0; q < Cols; ++q) in[q] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * Cols * EB + 16 * q));
+  for (int q = 0; q < Cols; ++q) in[q] = load16(row(r) + 16 * q);
   const auto d = col.at(0, r * EB);
   for (int j = 0; j < Cols; ++j) put16(d, j, shuffle_join<Cols>(in, T, j));
 }
@@ -396,11 +396,11 @@ __attribute__((always_inline)) inline void gather_step(const char* src, const DC
 // batch of equally spaced matrices in one call: a matrix is often one kernel's channel block
 // (64 rows of 3 taps: four steps), where a call per matrix cost as much as its shuffles.
 template <int Cols, int EB, class DC>
-__attribute__((flatten)) void gather_columns(const char* src, DC col, int64_t rows, const narrow::Batch& b) {
+__attribute__((flatten)) void gather_columns(Strided row, DC col, int64_t rows, const narrow::Batch& b) {
   const ShuffleTable& T = shuffle_table(Cols, EB, false);
-  for (int64_t i = 0; i < b.count; ++i, src += b.sstep, col.base += b.dstep) {
-    over_steps(rows, 16 / EB, [&](int64_t r) { gather_step<Cols, EB>(src, col, r, T); });
-  }
+  for_each_matrix(row, col, b, [&](const Strided& row, const DC& col) {
+    over_steps(rows, 16 / EB, [&](int64_t r) { gather_step<Cols, EB>(row, col, r, T); });
+  });
 }
 
 // Columns c..c + 16 / EB - 1 of Rows rows into those interleaved columns.
@@ -436,19 +436,20 @@ bool try_gather(const SR& row, const DC& col, int64_t rows, int64_t cols, const 
   } else {
     if (cols < 2 || cols > 7 || rows < 16 / EB || row.stride != cols * EB || !cpu().ssse3) return false;
     switch (cols) {
-      case 2: gather_columns<2, EB>(row.base, col, rows, b); break;
-      case 3: gather_columns<3, EB>(row.base, col, rows, b); break;
-      case 4: gather_columns<4, EB>(row.base, col, rows, b); break;
-      case 5: gather_columns<5, EB>(row.base, col, rows, b); break;
-      case 6: gather_columns<6, EB>(row.base, col, rows, b); break;
-      default: gather_columns<7, EB>(row.base, col, rows, b); break;
+      case 2: gather_columns<2, EB>(row, col, rows, b); break;
+      case 3: gather_columns<3, EB>(row, col, rows, b); break;
+      case 4: gather_columns<4, EB>(row, col, rows, b); break;
+      case 5: gather_columns<5, EB>(row, col, rows, b); break;
+      case 6: gather_columns<6, EB>(row, col, rows, b); break;
+      default: gather_columns<7, EB>(row, col, rows, b); break;
     }
     return true;
   }
 }
 
 // 2..7 rows interleaved into back-to-back columns, over the batch b: 2 and 4 rows by unpacks
-// (every SSE2 CPU), 3, 5, 6 and 7 by the spread kernel (SSSE3, 16 / EB columns or more).
+// (every SSE2 CPU), 3, 5, 6 and 7 by the spread kernel (SSSE3, 16 / EB columns or more). False
+// for other row counts.
 template <int EB, class SR>
 bool try_interleave(const SR& row, const StridedOut& col, int64_t rows, int64_t cols, const narrow::Batch& b) {
   if (rows == 2) return interleave<EB, 2>(row, col, cols, b), true;
@@ -463,10 +464,16 @@ bool try_interleave(const SR& row, const StridedOut& col, int64_t rows, int64_t 
   }
 }
 
+// 2..7 columns gathered or 2..7 rows interleaved, over the batch b, where a kernel takes them.
+template <int EB>
+bool try_few(const Strided& row, const StridedOut& col, int64_t rows, int64_t cols, const narrow::Batch& b) {
+  return try_gather<EB>(row, col, rows, cols, b) || try_interleave<EB>(row, col, rows, cols, b);
+}
+
 template <class SR, class DC>
 void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
-    if (rows < 8 && try_interleave<1>(row, col, rows, cols, narrow::Batch{})) return;
+    if (try_interleave<1>(row, col, rows, cols, narrow::Batch{})) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
@@ -493,7 +500,7 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
 template <class SR, class DC>
 void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
-    if (rows < 8 && try_interleave<2>(row, col, rows, cols, narrow::Batch{})) return;
+    if (try_interleave<2>(row, col, rows, cols, narrow::Batch{})) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
     if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
@@ -597,12 +604,8 @@ bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
   const narrow::Batch batch{count, src_step, dst_step, ahead, ahead_bytes};
   if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return true;
   if (try_short_rows(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return false;
-  if (eb == 1 && try_gather<1>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) return false;
-  if (eb == 2 && try_gather<2>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) return false;
-  if (eb == 1 && rows < 8 && try_interleave<1>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) {
-    return false;
-  }
-  if (eb == 2 && rows < 8 && try_interleave<2>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) {
+  if (eb == 1 ? try_few<1>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)
+              : eb == 2 && try_few<2>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) {
     return false;
   }
 #endif

@@ -23,10 +23,9 @@ __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "Tenso
            "unpack_nv12", "quantize", "dequantize", "tensor_layout"]
 
 # hbDNNDataType names (horizon.md 2), identified by name, never by number.
-ELEMENT_SIZE = {"S8": 1, "U8": 1, "S16": 2, "U16": 2, "F16": 2, "S32": 4, "U32": 4, "F32": 4, "S64": 8, "U64": 8,
-                "F64": 8}
 _NUMPY = {"S8": np.int8, "U8": np.uint8, "S16": np.int16, "U16": np.uint16, "F16": np.float16, "S32": np.int32,
           "U32": np.uint32, "F32": np.float32, "S64": np.int64, "U64": np.uint64, "F64": np.float64}
+ELEMENT_SIZE = {name: np.dtype(t).itemsize for name, t in _NUMPY.items()}  # bytes per element
 _IMAGE_TYPES = ("IMG_TYPE_Y", "IMG_TYPE_NV12", "IMG_TYPE_NV12_SEPARATE", "Y", "NV12", "NV12_SEPARATE")
 
 
@@ -316,8 +315,40 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
 
 
 def strip(buf, valid_shape, dtype, *, stride=None, aligned_shape=None) -> np.ndarray:
-    """Read the valid tensor (dense, ``valid_shape``, ``dtype``) out of an aligned buffer
-    (horizon.md 6). Raises LayoutError for a short buffer or bad strides."""
+    """Read the valid tensor out of an aligned BPU buffer: the inverse of :func:`pad` (horizon.md 3, 6).
+
+    Parameters
+    ----------
+    buf : numpy.ndarray of uint8
+        The aligned buffer, at least the bytes the strides address (bytes outside the valid
+        elements are ignored). Not modified.
+    valid_shape : sequence of int
+        ``validShape`` in elements, in the tensor's layout order (e.g. N,H,W,C for NHWC).
+    dtype : hbDNNDataType name or NumPy dtype
+        Element type, read by :func:`numpy_dtype` ("S8", "HB_DNN_TENSOR_TYPE_F16", "int8", ...).
+    stride : sequence of int, optional
+        The model's byte strides, one per axis; wins over ``aligned_shape``.
+    aligned_shape : sequence of int, optional
+        ``alignedShape`` in elements (row-major strides of it); one of the two is required.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new C-contiguous array of ``valid_shape`` and ``dtype`` (``prod(valid_shape) *
+        itemsize`` bytes).
+
+    Raises
+    ------
+    LayoutError
+        A buffer shorter than the strides address; negative or overlapping strides; an
+        ``aligned_shape`` of another rank than or smaller than ``valid_shape``.
+    TypeError
+        ``buf`` not uint8; a ``dtype`` that is None or not integer / float; non-integer strides.
+    ValueError
+        Neither ``stride`` nor ``aligned_shape``; an unknown type name.
+    UnsupportedError
+        4-bit types (S4, U4).
+    """
     dtype = numpy_dtype(dtype)
     valid, st = _byte_strides(valid_shape, dtype.itemsize, stride, aligned_shape)
     data = np.asarray(buf)
