@@ -93,3 +93,48 @@ def test_cli_pack_many(tmp_path, models, capsys):
     assert main(["pack-many", *map(str, good), str(bad), "-o", str(tmp_path / "o")]) == 1
     captured = capsys.readouterr()
     assert "3 up to date" in captured.out and "broken.onnx: error" in captured.err
+
+
+@pytest.mark.parametrize("options, error, match", [
+    (dict(target="nv_tiny"), ValueError, "target: unknown NVDLA configuration 'nv_tiny'"),
+    (dict(target=None), TypeError, "target: expected a str"),
+    (dict(quantize="per_tensor"), ValueError, "quantize: expected one of \\('per_kernel', 'per_filter'\\)"),
+    (dict(pixel_format="T_RGB"), ValueError, "pixel_format: expected 'auto', None or a name"),
+    (dict(winograd=True), ValueError, "winograd: expected one of"),
+    (dict(compress="yes"), ValueError, "compress: expected one of"),
+    (dict(target="nv_small", compress="on"), ValueError, "compress: config 'nv_small' has no sparse"),
+    (dict(target="nv_small", precision="fp16"), ValueError, "precision"),
+    (dict(image="no"), TypeError, "image: expected True or False"),
+])
+def test_pack_many_checks_its_options_before_any_model(tmp_path, models, options, error, match):
+    """A bad option value is one error before anything is read or written; it used to become an
+    error row per model (or per layer, for quantize), and an unknown pixel format a KeyError."""
+    good, _ = models
+    with pytest.raises(error, match=match):
+        pack_many(good, tmp_path / "o", **options)
+    assert not (tmp_path / "o").exists()
+
+
+def test_pack_many_argument_types(tmp_path, models):
+    good, _ = models
+    # One path is not a list of them: its characters used to become one failed "model" each.
+    with pytest.raises(TypeError, match="models: expected a list of model paths or names, got the single str"):
+        pack_many(str(good[0]), tmp_path / "o")
+    with pytest.raises(TypeError, match="models: .* got the single PosixPath"):
+        pack_many(good[0], tmp_path / "o")
+    with pytest.raises(TypeError, match="client: expected a dask.distributed.Client"):
+        pack_many(good, tmp_path / "o", client="tcp://scheduler:8786")
+
+
+def test_cli_pack_many_pixel_format(tmp_path, models, capsys):
+    """pack-many takes the pack command's --pixel-format and --no-image: the first layer reads the
+    model input (4 channels) and is packed as image-input weights unless told otherwise."""
+    good, _ = models
+    kinds = {}
+    for name, flags in (("auto", []), ("rgbx", ["--pixel-format", "T_X8R8G8B8"]), ("dc", ["--no-image"])):
+        assert main(["pack-many", str(good[0]), "-o", str(tmp_path / name), *flags]) == 0
+        layer = json.loads((tmp_path / name / "m0" / "manifest.json").read_text())["layers"][0]
+        kinds[name] = (layer["kind"], layer["pixel_format"])
+    assert kinds == {"auto": ("image", "T_A8B8G8R8"), "rgbx": ("image", "T_X8R8G8B8"), "dc": ("dc", None)}
+    assert main(["pack-many", str(good[0]), "-o", str(tmp_path / "bad"), "--pixel-format", "T_RGB"]) == 2
+    assert "pixel_format: expected 'auto', None or a name" in capsys.readouterr().err

@@ -278,3 +278,27 @@ def test_real_model_first_layer_as_image_input(ppocr_det_path):
         kpg = NV_FULL.kernels_per_group(precision)
         assert ws.post_extension == f
         assert np.array_equal(ws.weight, ref.pack_image_weights(w, fmt.comps, f, kpg=kpg, cb=64, tail=128)), name
+
+
+@pytest.mark.parametrize("options, error, match", [
+    (dict(config="nv_full"), TypeError, "config: expected an npupack.nvdla.Config, got str"),
+    (dict(config=None), TypeError, "config: expected an npupack.nvdla.Config, got NoneType"),
+    (dict(quantize="per_tensor"), ValueError, "quantize: expected one of \\('per_kernel', 'per_filter'\\), got"),
+    (dict(quantize=None), ValueError, "quantize: expected one of"),
+    (dict(pixel_format="RGBA"), ValueError, "pixel_format: expected 'auto', None or a name of"),
+    (dict(pixel_format=3), ValueError, "pixel_format: expected 'auto', None or a name of"),
+    (dict(pixel_format=["T_R8"]), ValueError, "pixel_format: expected 'auto', None or a name of"),
+    (dict(winograd=None), ValueError, "winograd: expected one of \\('off', 'auto'\\)"),
+    (dict(compress={}), ValueError, "compress: expected one of \\('off', 'on', 'auto'\\)"),
+    (dict(image="yes"), TypeError, "image: expected True or False"),
+    (dict(progress=1), TypeError, "progress: expected True or False"),
+])
+def test_pack_job_checks_its_options_first(tmp_path, rng, options, error, match):
+    """Each option is checked before the model is read or anything is written. A bad quantize used
+    to fail every layer one by one, an unknown pixel format raised KeyError in the first image
+    layer, and a config that is not a Config raised AttributeError."""
+    path = tmp_path / "m.onnx"
+    make_model(path, as_constant=False, rng=rng)
+    with pytest.raises(error, match=match):
+        pack_model(path, tmp_path / "out", **{"config": NV_FULL, "progress": False, **options})
+    assert not (tmp_path / "out").exists()

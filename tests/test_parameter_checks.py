@@ -7,12 +7,16 @@ NaN; the helper functions that take plain integers (post-extension choice, BPU b
 refuse zero, negative and fractional values with an error naming the argument; every NVDLA call
 that takes a ``config`` refuses anything but a Config, and the arguments that used to crash inside
 the library (a Horizon ``properties`` that is not TensorProperties, an NV12 ``w_align`` of 0, a
-Kneron layout without an element type, a sparsity ``tail`` of 0) are errors naming them."""
+Kneron layout without an element type, a sparsity ``tail`` of 0, a pixel ``shape`` that is not
+(H, W[, comps]), a pack job ``config`` or ``pixel_format`` that does not exist) are errors naming
+them, and an image of the wrong element type or range is refused by the pixel precision
+conversion as by the pixel packer instead of being truncated."""
 import numpy as np
 import pytest
 
 import npupack
 import npupack.horizon as hz
+import npupack.job as job
 import npupack.kneron as kn
 import npupack.nvdla as nv
 import npupack.openvino as ov
@@ -257,6 +261,18 @@ def test_config_must_be_a_config(case, bad):
      ValueError, "tail: the surface alignment must be >= 1 byte, got 0"),
     (lambda: nv.analyze_sparsity(np.ones(64, np.uint8), precision="int8", kernel_group_elements=32, tail=1.5),
      TypeError, "tail: expected an integer"),
+    (lambda: nv.unpack_pixels(nv.pack_pixels(IMG, "T_A8B8G8R8"), "T_A8B8G8R8", ()), npupack.LayoutError,
+     "shape: expected \\(H, W\\) or \\(H, W, comps\\), got \\(\\)"),
+    (lambda: nv.unpack_pixels(nv.pack_pixels(IMG, "T_A8B8G8R8"), "T_A8B8G8R8", {}), TypeError,
+     "shape: expected a sequence of integers"),
+    (lambda: nv.unpack_pixels(nv.pack_pixels(IMG, "T_A8B8G8R8"), "T_A8B8G8R8", (2,)), npupack.LayoutError,
+     "shape: expected \\(H, W\\) or"),
+    (lambda: nv.unpack_pixels(nv.pack_pixels(IMG, "T_A8B8G8R8"), "T_A8B8G8R8", (2, 0)), npupack.LayoutError,
+     "shape: every dimension must be >= 1"),
+    (lambda: nv.convert_pixel_precision(2**70, "T_R8", "int8"), npupack.LayoutError, "img: T_R8 takes \\(H, W, 1\\)"),
+    (lambda: job.pack_model("m.onnx", "out", config="nv_full"), TypeError, "config: expected an npupack.nvdla.Config"),
+    (lambda: job.pack_model("m.onnx", "out", config=nv.NV_FULL, pixel_format="T_RGB"), ValueError,
+     "pixel_format: expected 'auto', None or a name of npupack.nvdla.PIXEL_FORMATS"),
 ])
 def test_arguments_that_used_to_crash(call, error, match):
     """Each of these raised AttributeError, ZeroDivisionError or KeyError from inside the
@@ -271,3 +287,38 @@ def test_nv12_row_alignment_of_one_byte():
     assert np.array_equal(buf, np.concatenate([Y.ravel(), UV.ravel()]))
     y, uv = hz.unpack_nv12(buf, 4, 8, w_align=1)
     assert np.array_equal(y, Y) and np.array_equal(uv, UV)
+
+
+@pytest.mark.parametrize("img, pixel_format, error, match", [
+    (np.full((1, 1), 2.7), "T_R8", TypeError, "img: T_R8 stores 8-bit components; pass uint8 or int8, got float64"),
+    (np.full((1, 1, 4), 300, np.uint16), "T_A8B8G8R8", TypeError, "img: T_A8B8G8R8 stores 8-bit components"),
+    (np.full((1, 1), 7, np.uint8), "T_R16", TypeError, "img: T_R16 stores 16-bit containers"),
+    (np.zeros((1, 1, 4), np.int32), "T_A16B16G16R16_F", TypeError, "img: T_A16B16G16R16_F is fp16"),
+    (np.zeros((1, 1, 2), np.uint8), "T_A8B8G8R8", npupack.LayoutError, "img: T_A8B8G8R8 takes \\(H, W, 4\\)"),
+    (np.zeros((0, 3), np.uint8), "T_R8", npupack.LayoutError, "img: H and W must be >= 1"),
+    (np.array([[[1024, 0, 0, 0]]], np.uint16), "T_A2B10G10R10", ValueError, "colour components must be in 0-1023"),
+    (np.array([[[0, 0, 0, 4]]], np.uint16), "T_A2B10G10R10", ValueError, "alpha in 0-3"),
+    (np.array([[[-1, 0, 0, 0]]], np.int16), "T_A2B10G10R10", ValueError, "colour components must be in 0-1023"),
+])
+def test_pixel_conversion_checks_the_image(img, pixel_format, error, match):
+    """convert_pixel_precision takes the image pack_pixels takes and unpack_pixels returns. It
+    used to cast whatever it got to int64: 2.7 became 2, uint16 300 in an 8-bit format became 44
+    (the low byte), a 10-bit 1024 overflowed the 16-bit container of the widened value."""
+    with pytest.raises(error, match=match):
+        nv.convert_pixel_precision(img, pixel_format, "int16")
+    with pytest.raises(error, match=match):
+        nv.pack_pixels(img, pixel_format)
+
+
+def test_pixel_conversion_takes_every_image_the_packer_takes():
+    """The accepted spellings: (H, W) for one component, (H, W, 3) for X formats, int8 for 8-bit
+    formats (its bits, as the DMA reads them), float32 for fp16 formats."""
+    assert nv.convert_pixel_precision(np.array([[200]], np.uint8), "T_R8", "int16").tolist() == [[200]]
+    assert nv.convert_pixel_precision(np.array([[-56]], np.int8), "T_R8", "int16").tolist() == [[200]]
+    rgb = np.array([[[1, 2, 3]]], np.uint8)
+    assert nv.convert_pixel_precision(rgb, "T_X8R8G8B8", "int16", offset=1).tolist() == [[[0, 1, 2]]]
+    half = nv.convert_pixel_precision(np.array([[[0.5, 1, 2, 3]]], np.float32), "T_A16B16G16R16_F", "fp16")
+    assert half.dtype == np.float16 and half.tolist() == [[[0.5, 1, 2, 3]]]
+    planes = nv.pack_pixels(IMG, "T_A8B8G8R8")
+    for shape in (IMG.shape, IMG.shape[:2], list(IMG.shape), np.array(IMG.shape)):
+        assert np.array_equal(nv.unpack_pixels(planes, "T_A8B8G8R8", shape), IMG)

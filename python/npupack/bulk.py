@@ -51,6 +51,14 @@ def _options(options: dict) -> dict:
     opts = {"target": "nv_full", "precision": "int8", "quantize": "per_filter", "pixel_format": "auto",
             "winograd": "off", "compress": "off", "image": False}
     opts.update(options)
+    from npupack.job import check_options
+    from npupack.nvdla import Config
+
+    try:
+        config = Config.named(opts["target"])
+    except (TypeError, ValueError) as e:  # its message names its own parameter, "name"
+        raise type(e)(f"target: {str(e).partition(': ')[2]}") from None
+    check_options(config, **{k: v for k, v in opts.items() if k != "target"})
     return opts
 
 
@@ -68,7 +76,8 @@ def _finished(model_dir: Path, digest: str, opts: dict) -> bool:
 def pack_one(spec: str, out_dir, model_id: Optional[str] = None, **options) -> dict:
     """Pack one model (a path or a known model name) into ``out_dir/<model_id>``; returns its
     summary row (``status``: "packed", "skipped" (up to date) or "error" with ``reason``).
-    Never raises for a bad model; TypeError for unknown options."""
+    Never raises for a bad model; TypeError for unknown options, TypeError / ValueError for an
+    option value that :func:`npupack.job.pack_model` refuses."""
     from npupack.job import pack_model
     from npupack.nvdla import Config
     from npupack.zoo import resolve_model
@@ -150,9 +159,21 @@ def pack_many(models, out_dir, *, jobs: int = 1, client=None, **options) -> dict
     Raises
     ------
     TypeError
-        Unknown options; ``jobs`` not an integer >= 1.
+        Unknown options; ``models`` a single path or name instead of a list of them; ``jobs``
+        not an integer >= 1; a ``client`` without ``map`` and ``gather``; an ``image`` that is
+        not a bool.
+    ValueError
+        An option value :func:`npupack.job.pack_model` refuses (unknown target, precision or mode,
+        pixel format name), before any model is read.
     """
+    if isinstance(models, (str, bytes, os.PathLike)):
+        raise TypeError(f"models: expected a list of model paths or names, got the single {type(models).__name__} "
+                        f"{models!r}")
     specs = [str(m) for m in models]
+    if client is not None and not (callable(getattr(client, "map", None)) and
+                                   callable(getattr(client, "gather", None))):
+        raise TypeError(f"client: expected a dask.distributed.Client (with map and gather), got "
+                        f"{type(client).__name__}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise TypeError(f"jobs: expected an integer >= 1, got {jobs!r}")
     opts = _options(options)

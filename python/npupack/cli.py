@@ -35,7 +35,8 @@ def _cmd_pack_many(args) -> int:
     from npupack.bulk import pack_many
 
     summary = pack_many(args.models, args.output, jobs=args.jobs, target=args.target, precision=args.precision,
-                        quantize=args.quantize, winograd=args.winograd, compress=args.compress, image=args.image)
+                        quantize=args.quantize, pixel_format=None if args.no_image else args.pixel_format,
+                        winograd=args.winograd, compress=args.compress, image=args.image)
     for row in summary["models"]:
         tail = f"{row.get('packed', 0)} layers packed" if row["status"] == "packed" else row.get("reason", "")
         print(f"npupack: {row['model']}: {row['status']}: {tail}", file=sys.stderr if row["status"] == "error"
@@ -120,6 +121,24 @@ def _cmd_formats(args) -> int:
     return 0
 
 
+def _job_options(parser, *, image_help: str) -> None:
+    """The options of the pack job (npupack.job.pack_model), shared by pack and pack-many."""
+    parser.add_argument("--target", default="nv_full", help="NVDLA configuration (default nv_full)")
+    parser.add_argument("--precision", default="int8", choices=["int8", "int16", "fp16"])
+    parser.add_argument("--quantize", default="per_filter", choices=["per_filter", "per_kernel"],
+                        help="quantisation blocks for int8/int16 (default per_filter)")
+    parser.add_argument("--pixel-format", default="auto",
+                        help="pixel format of the model input for image-input first layers (default: T_A8B8G8R8 "
+                             "for int8, T_A16B16G16R16 for int16, T_A16B16G16R16_F for fp16)")
+    parser.add_argument("--no-image", action="store_true", help="pack first layers as direct convolution too")
+    parser.add_argument("--winograd", default="off", choices=["off", "auto"],
+                        help="auto: fp16/int16 layers whose kernel becomes 3x3 (3x3 stride 1, 5x5 stride 2, ...) "
+                             "as Winograd weights (default off)")
+    parser.add_argument("--compress", default="off", choices=["off", "on", "auto"],
+                        help="sparse weight compression (WMB/WGS); auto: only where it is smaller (default off)")
+    parser.add_argument("--image", action="store_true", help=image_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from npupack.zoo import MODELS
 
@@ -129,21 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pk = sub.add_parser("pack", help="pack every Conv / ConvTranspose layer of an ONNX model as NVDLA weights")
     pk.add_argument("model", help=f"an .onnx file, or a known model name ({', '.join(sorted(MODELS))})")
-    pk.add_argument("--target", default="nv_full", help="NVDLA configuration (default nv_full)")
-    pk.add_argument("--precision", default="int8", choices=["int8", "int16", "fp16"])
-    pk.add_argument("--quantize", default="per_filter", choices=["per_filter", "per_kernel"],
-                    help="quantisation blocks for int8/int16 (default per_filter)")
-    pk.add_argument("--pixel-format", default="auto",
-                    help="pixel format of the model input for image-input first layers (default: T_A8B8G8R8 for "
-                         "int8, T_A16B16G16R16 for int16, T_A16B16G16R16_F for fp16)")
-    pk.add_argument("--no-image", action="store_true", help="pack first layers as direct convolution too")
-    pk.add_argument("--winograd", default="off", choices=["off", "auto"],
-                    help="auto: fp16/int16 layers whose kernel becomes 3x3 (3x3 stride 1, 5x5 stride 2, ...) "
-                         "as Winograd weights (default off)")
-    pk.add_argument("--compress", default="off", choices=["off", "on", "auto"],
-                    help="sparse weight compression (WMB/WGS); auto: only where it is smaller (default off)")
-    pk.add_argument("--image", action="store_true",
-                    help="one aligned image.bin with every weight, WMB/WGS, bias and batch-norm surface")
+    _job_options(pk, image_help="one aligned image.bin with every weight, WMB/WGS, bias and batch-norm surface")
     pk.add_argument("--calibration", type=Path, default=None,
                     help="calibration table (JSON, tensor -> scale or min/max) for integer bias, rescale and "
                          "batch-norm operands")
@@ -155,12 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     pm.add_argument("models", nargs="+", help=".onnx files or known model names")
     pm.add_argument("-o", "--output", required=True, help="output directory (one subdirectory per model)")
     pm.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    pm.add_argument("--target", default="nv_full")
-    pm.add_argument("--precision", default="int8", choices=["int8", "int16", "fp16"])
-    pm.add_argument("--quantize", default="per_filter", choices=["per_filter", "per_kernel"])
-    pm.add_argument("--winograd", default="off", choices=["off", "auto"])
-    pm.add_argument("--compress", default="off", choices=["off", "on", "auto"])
-    pm.add_argument("--image", action="store_true", help="one aligned image.bin per model")
+    _job_options(pm, image_help="one aligned image.bin per model")
     pm.set_defaults(func=_cmd_pack_many)
 
     fm = sub.add_parser("fetch-model", help="download a known real model into the cache and print its path")

@@ -20,7 +20,10 @@ from npupack import __version__
 from npupack.files import sha256_file, write_atomic
 from npupack.model import load_batchnorms, load_onnx
 from npupack.operands import batchnorm_operand, conv_operand, load_calibration
-from npupack.nvdla import Config, pack_weights, quantize_weights
+from npupack.layout import check_bool
+from npupack.nvdla import PIXEL_FORMATS, Config, pack_weights, quantize_weights
+from npupack.nvdla.config import check_config
+from npupack.nvdla.convert import QUANTIZE_MODES
 
 __all__ = ["pack_model"]
 
@@ -35,8 +38,6 @@ DEFAULT_PIXEL_FORMAT = {"int8": "T_A8B8G8R8", "int16": "T_A16B16G16R16", "fp16":
 def _is_image_layer(layer, pixel_format) -> bool:
     """A first layer NVDLA runs in image-input mode: it reads the model's input, has at most as
     many channels as the pixel format gives, and is not grouped (nvdla.md 8)."""
-    from npupack.nvdla import PIXEL_FORMATS
-
     return (pixel_format is not None and layer.op_type == "Conv" and layer.reads_graph_input and layer.group == 1
             and layer.weights.shape[1] <= PIXEL_FORMATS[pixel_format].comps)
 
@@ -160,6 +161,32 @@ class _ImageSink:
         return self.plan.write(self.out, extra=manifest)
 
 
+def _mode(value, modes, name: str, expected: str = "") -> None:
+    if not isinstance(value, str) or value not in modes:
+        raise ValueError(f"{name}: expected {expected or f'one of {tuple(modes)}'}, got {value!r}")
+
+
+def check_options(config: Config, *, precision: str, quantize: str, pixel_format, winograd: str, compress: str,
+                  image: bool) -> bool:
+    """Check the options of :func:`pack_model` (also before :func:`npupack.bulk.pack_many` starts,
+    so that a typo is one error, not one failed model or layer each); returns ``image`` as a
+    bool. Raises TypeError for a ``config`` that is not a :class:`Config` or an ``image`` that is
+    not a bool, ValueError for a mode or pixel format name that does not exist and for a
+    precision or compression the config lacks (nvdla.md 2.3, 4.2, 11)."""
+    check_config(config)
+    config.require_precision(precision)
+    image = check_bool(image, "image")
+    _mode(quantize, QUANTIZE_MODES, "quantize")
+    if pixel_format is not None and pixel_format != "auto":
+        _mode(pixel_format, PIXEL_FORMATS, "pixel_format",
+              "'auto', None or a name of npupack.nvdla.PIXEL_FORMATS (nvdla.md 4.2)")
+    _mode(winograd, WINOGRAD_MODES, "winograd")
+    _mode(compress, COMPRESS_MODES, "compress")
+    if COMPRESS_MODES[compress] is True and not config.compression:
+        raise ValueError(f"compress: config {config.name!r} has no sparse weight compression (nvdla.md 11)")
+    return image
+
+
 def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", quantize: str = "per_filter",
                pixel_format="auto", winograd: str = "off", compress: str = "off", image: bool = False,
                calibration=None, progress: bool = True) -> dict:
@@ -212,20 +239,19 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     Raises
     ------
     FileNotFoundError, ValueError
-        The model cannot be read; ``winograd`` or ``compress`` not one of the modes. Per-layer
-        problems are reported in the manifest instead.
+        The model cannot be read; ``quantize``, ``winograd`` or ``compress`` not one of the
+        modes; ``pixel_format`` not "auto", None or a known name; a precision or compression
+        the config lacks; ``out_dir`` exists and is not a directory. Per-layer problems are
+        reported in the manifest instead.
+    TypeError
+        ``config`` is not a :class:`Config`; ``image`` or ``progress`` is not a bool.
     """
     t0 = time.perf_counter()
     model_path = Path(model_path)
     out = Path(out_dir)
-    config.require_precision(precision)
-    if winograd not in WINOGRAD_MODES:
-        raise ValueError(f"winograd: expected one of {WINOGRAD_MODES}, got {winograd!r}")
-    if compress not in COMPRESS_MODES:
-        raise ValueError(f"compress: expected one of {tuple(COMPRESS_MODES)}, got {compress!r}")
+    image, progress = check_options(config, precision=precision, quantize=quantize, pixel_format=pixel_format,
+                                    winograd=winograd, compress=compress, image=image), check_bool(progress, "progress")
     compress_mode = COMPRESS_MODES[compress]
-    if compress_mode is True and not config.compression:
-        raise ValueError(f"compress: config {config.name!r} has no sparse weight compression (nvdla.md 11)")
     if pixel_format == "auto":
         pixel_format = DEFAULT_PIXEL_FORMAT[precision]
     layers = load_onnx(model_path)

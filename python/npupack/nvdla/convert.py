@@ -73,6 +73,11 @@ def to_fp16(x, *, rounding: str = "nearest_even", saturate: bool = True) -> np.n
     return out.view(np.float16)
 
 
+# The modes of quantize_weights (see its docstring), also checked by the pack job before it
+# reads a model, so that a typo is one error instead of one per layer.
+QUANTIZE_MODES = ("per_kernel", "per_filter")
+
+
 def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", kernel_axis: int = 0):
     """Quantise float weights to int8/int16 with NVIDIA's compiler formula (nvdla.md 2.3).
 
@@ -109,7 +114,7 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
     """
     if precision not in ("int8", "int16"):
         raise ValueError(f"precision: {precision!r} is not 'int8' or 'int16' (nvdla.md 2.3)")
-    if mode not in ("per_kernel", "per_filter"):
+    if not isinstance(mode, str) or mode not in QUANTIZE_MODES:
         raise ValueError(f"mode: {mode!r} is not 'per_kernel' or 'per_filter' (nvdla.md 2.3)")
     arr = little_endian(np.asarray(w))
     if arr.dtype not in (np.float16, np.float32, np.float64):

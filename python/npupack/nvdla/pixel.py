@@ -18,7 +18,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_bool, check_int, check_out, little_endian
+from npupack.layout import as_byte_buffer, check_bool, check_dims, check_int, check_out, little_endian
 from npupack.nvdla.config import PRECISIONS
 from npupack.nvdla.convert import to_fp16
 
@@ -372,10 +372,10 @@ def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: in
     Raises
     ------
     LayoutError
-        A wrong plane count, a plane shorter than ``H * line_stride``, H < 1, a bad line stride
-        or x offset.
+        A wrong plane count, a plane shorter than ``H * line_stride``, a ``shape`` that is not
+        (H, W) or (H, W, comps) with H, W >= 1, a bad line stride or x offset.
     TypeError
-        A plane that is not uint8 bytes.
+        A plane that is not uint8 bytes; a ``shape`` that is not a sequence of integers.
     ValueError
         Unknown format.
     """
@@ -383,9 +383,10 @@ def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: in
     if isinstance(planes, PixelPlanes):
         line_stride = planes.line_strides if line_stride is None else line_stride
         planes = planes.planes
-    h, w = check_int(shape[0], "shape"), check_int(shape[1], "shape")
-    if h < 1:
-        raise LayoutError(f"shape: H must be >= 1, got {shape}")
+    dims = check_dims(shape, "shape")
+    if len(dims) not in (2, 3):
+        raise LayoutError(f"shape: expected (H, W) or (H, W, comps), got {dims}")
+    h, w = dims[:2]
     strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
     if len(planes) != len(fmt.planes):
         raise LayoutError(f"planes: {fmt.name} has {len(fmt.planes)} planes, got {len(planes)}")
@@ -436,17 +437,26 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
     (8 -> int8 bits, 8 -> int16 sign-extended, 16 -> int16, 16 -> int8 low byte). fp16 formats
     convert to fp16 only. Returns int8, int16 or float16 of the same shape.
 
-    Raises ValueError for an unknown precision or a register value out of range (``offset`` and
-    ``scale`` int16, ``truncate`` 0..63; nvdla.md 4.5), TypeError for a register value that is
-    not an integer (or, for ``offset``, one integer per component) and for a ``cvt`` or
-    ``sign_override`` that is not a bool, UnsupportedError for a precision pair the hardware
-    lacks.
+    Raises ValueError for an unknown precision, a register value out of range (``offset`` and
+    ``scale`` int16, ``truncate`` 0..63; nvdla.md 4.5) or 10-bit components out of range
+    (colour 0-1023, alpha 0-3), TypeError for a register value that is not an integer (or, for
+    ``offset``, one integer per component), for a ``cvt`` or ``sign_override`` that is not a
+    bool and for an ``img`` element type the format does not store (as :func:`pack_pixels`:
+    uint8/int8 for 8-bit, uint16/int16 for 16-bit, a float type for fp16, integers for 10-bit
+    formats), LayoutError for an ``img`` that is not ``(H, W, comps)`` (``(H, W)`` for one
+    component, ``(H, W, 3)`` for X formats) with H, W >= 1, UnsupportedError for a precision
+    pair the hardware lacks.
     """
     cvt, sign_override = check_bool(cvt, "cvt"), check_bool(sign_override, "sign_override")
     fmt = _format(pixel_format)
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
+    # The shape and element type checks of pack_pixels: a float image for an integer format
+    # would otherwise be truncated, and uint16 values in an 8-bit format masked, silently.
+    _components(img, fmt)
     arr = np.asarray(img)
+    if fmt.kind == "10bit" and (arr.min() < 0 or arr[..., :3].max() > 1023 or arr[..., 3].max() > 3):
+        raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (nvdla.md 4.3)")
     if fmt.kind == "fp16":
         if precision != "fp16":
             raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) converts to fp16 only (nvdla.md 4.5, 13)")
