@@ -108,8 +108,9 @@ class Layout:
             The message quotes the text and points at the offending character: a character that
             is not a letter or digit, a repeated outer letter, a tile without a letter or with
             size 0, a tile on a dim that is not an outer letter.
+            Also a ``logical`` order that does not list each outer letter once.
         TypeError
-            ``text`` is not a str.
+            ``text`` is not a str; ``logical`` is not a str or a list / tuple of letters.
         """
         if not isinstance(text, str):
             raise TypeError(f"text: expected a str, got {type(text).__name__}")
@@ -140,7 +141,13 @@ class Layout:
             if letter not in outer:
                 raise _syntax_error(text, at + len(m.group(1)), f"tile on {letter}, which is not an outer dimension")
             tiles.append(Tile(letter, size))
-        order = tuple(c.upper() for c in logical) if logical is not None else _default_logical(outer)
+        if logical is None:
+            order = _default_logical(outer)
+        elif isinstance(logical, (str, list, tuple)) and all(isinstance(c, str) for c in logical):
+            order = tuple(c.upper() for c in logical)
+        else:
+            raise TypeError(f"logical: expected the dimension letters in NumPy axis order (\"NHWC\" or a list of "
+                            f"letters), got {logical!r}")
         return cls(order, tuple(outer), tuple(tiles), (), text)
 
     @classmethod
