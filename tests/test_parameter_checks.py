@@ -10,7 +10,9 @@ the library (a Horizon ``properties`` that is not TensorProperties, an NV12 ``w_
 Kneron layout without an element type, a sparsity ``tail`` of 0, a pixel ``shape`` that is not
 (H, W[, comps]), a pack job ``config`` or ``pixel_format`` that does not exist) are errors naming
 them, and an image of the wrong element type or range is refused by the pixel precision
-conversion as by the pixel packer instead of being truncated."""
+conversion as by the pixel packer instead of being truncated. Quantisation parameters that
+silently gave unquantised or all-zero / all-inf results are refused: a Horizon quanti_type that
+is not a name, a Kneron radix whose factor leaves float32."""
 import numpy as np
 import pytest
 
@@ -271,6 +273,15 @@ def test_config_must_be_a_config(case, bad):
      "shape: every dimension must be >= 1"),
     (lambda: nv.convert_pixel_precision(2**70, "T_R8", "int8"), npupack.LayoutError, "img: T_R8 takes \\(H, W, 1\\)"),
     (lambda: job.pack_model("m.onnx", "out", config="nv_full"), TypeError, "config: expected an npupack.nvdla.Config"),
+    (lambda: npupack.Layout.parse("NCHW", logical=np.zeros(4)), TypeError,
+     "logical: expected the dimension letters in NumPy axis order"),
+    (lambda: npupack.Layout.parse("NCHW", logical=[0, 1, 2, 3]), TypeError, "logical: expected the dimension"),
+    (lambda: nv.MemoryPlan().add_weights(None, nv.pack_weights(W8)), ValueError,
+     "name: expected a non-empty string, got None"),
+    (lambda: nv.MemoryPlan().add_weights("w", ()), ValueError, "surfaces: expected WeightSurfaces or a non-empty"),
+    (lambda: npupack.num_threads("4"), TypeError, "n: expected an integer number of threads, got '4'"),
+    (lambda: npupack.num_threads(-1), ValueError, "n: must be >= 1"),
+    (lambda: npupack.set_num_threads(2**40), ValueError, "n: must be < 2\\*\\*31"),
     (lambda: job.pack_model("m.onnx", "out", config=nv.NV_FULL, pixel_format="T_RGB"), ValueError,
      "pixel_format: expected 'auto', None or a name of npupack.nvdla.PIXEL_FORMATS"),
 ])
@@ -322,3 +333,32 @@ def test_pixel_conversion_takes_every_image_the_packer_takes():
     planes = nv.pack_pixels(IMG, "T_A8B8G8R8")
     for shape in (IMG.shape, IMG.shape[:2], list(IMG.shape), np.array(IMG.shape)):
         assert np.array_equal(nv.unpack_pixels(planes, "T_A8B8G8R8", shape), IMG)
+
+
+@pytest.mark.parametrize("qt", [0, 1, 2, [], (), {}, np.int64(2)])
+def test_quanti_type_is_a_name(qt):
+    """horizon.md 9: quantiType by name only. Empty containers and 0 used to mean NONE (the
+    values came back unquantised), 1 and 2 were refused only as the strings "1" and "2"."""
+    with pytest.raises(TypeError, match="quanti_type: expected the name 'NONE', 'SHIFT' or 'SCALE'"):
+        hz.quantize([0.5], dtype="S8", quanti_type=qt, scale=0.01)
+    with pytest.raises(TypeError, match="quanti_type: expected the name"):
+        hz.dequantize(np.ones(2, np.int8), quanti_type=qt, scale=0.01)
+    assert hz.quantize([0.5], dtype="S8", quanti_type="scale", scale=0.01).tolist() == [50]
+    assert hz.dequantize(np.array([3], np.int16), quanti_type=None).tolist() == [3.0]
+
+
+@pytest.mark.parametrize("radix, scale", [(2**31, 1.0), (-2**31 - 1, 1.0), (200, 1.0), (-160, 1.0), (120, 1e10),
+                                          ([7, 300], [1.0, 1.0])])
+def test_kneron_factor_fits_float32(radix, scale):
+    """kneron.md 5: radix is an int32 and dequantize divides by float32(scale) * float32(2**radix).
+    A factor that overflows or underflows float32 used to give 0 or inf for every value (with a
+    RuntimeWarning at most)."""
+    axis = None if np.ndim(radix) == 0 else 1
+    x = np.ones((1, 2, 2, 2))
+    with pytest.raises(ValueError, match="radix: .*(whole numbers in -2147483648..2147483647|finite nonzero float32)"):
+        kn.quantize(x, radix, scale, axis=axis)
+    with pytest.raises(ValueError, match="radix: "):
+        kn.dequantize(x.astype(np.int8), radix, scale, axis=axis)
+    # The extremes that still fit: 2**127 and 2**-149 (a subnormal) are float32 numbers.
+    assert kn.dequantize(np.array([1], np.int8), 127, 1.0).tolist() == [2.0 ** -127]
+    assert kn.dequantize(np.array([0], np.int8), -149, 1.0).tolist() == [0.0]

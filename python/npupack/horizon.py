@@ -427,6 +427,18 @@ def _params(properties, quanti_type, shift, scale, zero_point, axis):
     return quanti_type, shift, scale, zero_point, axis
 
 
+def _quanti_type(qt) -> str:
+    """hbDNNQuantiType by name (horizon.md 2, 9: names only, not the enum numbers); None is NONE."""
+    if qt is None:
+        return "NONE"
+    if not isinstance(qt, str):
+        raise TypeError(f"quanti_type: expected the name 'NONE', 'SHIFT' or 'SCALE' (not the enum number; "
+                        f"horizon.md 2, 9), got {qt!r}")
+    if qt.upper() not in ("NONE", "SHIFT", "SCALE"):
+        raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE (horizon.md 2)")
+    return qt.upper()
+
+
 def _along(values, ndim, axis, name):
     if values is None:
         raise ValueError(f"{name}: required by this quanti_type (horizon.md 7)")
@@ -466,22 +478,21 @@ def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, 
     Returns float32 of ``q``'s shape. Raises ValueError for an unknown quanti_type, a missing
     parameter, per-axis parameters without a valid axis, a shift that is not a whole number in
     0..255, a scale that is zero or not finite, a zero point that is not a whole int32; TypeError
-    for a ``q`` that is not numbers or an ``axis`` that is not an integer."""
+    for a ``q`` that is not numbers, an ``axis`` that is not an integer or a ``quanti_type``
+    that is not a name (None means NONE)."""
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     arr = np.asarray(q)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"q: expected numbers, got {arr.dtype}")
-    qt = str(qt or "NONE").upper()
+    qt = _quanti_type(qt)
     if qt == "NONE":
         return arr.astype(np.float32)
     if qt == "SHIFT":
         s = _shift(shift, arr.ndim, axis)
         return (arr.astype(np.float32) * np.exp2(-s).astype(np.float32)).astype(np.float32)
-    if qt == "SCALE":
-        sc, z = _scale_zero_point(scale, zp, arr.ndim, axis)
-        return ((arr.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * sc.astype(np.float32)).astype(
-            np.float32)
-    raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE")
+    sc, z = _scale_zero_point(scale, zp, arr.ndim, axis)  # SCALE
+    return ((arr.astype(np.int64) - z.astype(np.int64)).astype(np.float32) * sc.astype(np.float32)).astype(
+        np.float32)
 
 
 def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None,
@@ -492,7 +503,8 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
     ``x``'s shape. Raises ValueError for a missing dtype or parameter, bad rounding or
     quanti_type, a shift that is not a whole number in 0..255, a scale that is zero or not finite,
     a zero point that is not a whole int32, and a NaN in ``x`` (it has no integer; casting would
-    give an arbitrary one); TypeError for a non-integer dtype or ``axis``."""
+    give an arbitrary one); TypeError for a non-integer dtype or ``axis`` and a ``quanti_type``
+    that is not a name (None means NONE)."""
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     if dtype is None and properties is not None:
         dtype = properties.tensor_type
@@ -504,16 +516,14 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
     if rounding not in ("nearest_even", "nearest_away"):
         raise ValueError(f"rounding: {rounding!r} is not 'nearest_even' or 'nearest_away'")
     arr = np.asarray(x, dtype=np.float64)
-    qt = str(qt or "NONE").upper()
+    qt = _quanti_type(qt)
     if qt == "SHIFT":
         v = arr * np.exp2(_shift(shift, arr.ndim, axis))
     elif qt == "SCALE":
         sc, z = _scale_zero_point(scale, zp, arr.ndim, axis)
         v = arr / sc + z
-    elif qt == "NONE":
+    else:  # NONE
         v = arr
-    else:
-        raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE")
     check_no_nan(arr, "x")
     v = np.rint(v) if rounding == "nearest_even" else np.sign(v) * np.floor(np.abs(v) + 0.5)
     lo, hi = _RANGES[dtype]

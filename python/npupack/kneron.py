@@ -384,18 +384,27 @@ def _per_axis(values, ndim: int, axis: Optional[int], name: str, size: Optional[
 
 def _radix_scale(radix, scale, arr: np.ndarray, axis) -> tuple:
     """``radix`` and ``scale`` for ``arr`` as float64 arrays broadcasting along ``axis`` (an
-    integer in range, or None): radix whole numbers (a power-of-two exponent: 1.5 is not
-    truncated), scale finite and > 0 (kneron.md 5)."""
+    integer in range, or None), and the float32 factor ``scale * 2**radix``: radix whole numbers
+    of int32 (a power-of-two exponent: 1.5 is not truncated), scale finite and > 0, the factor
+    finite and nonzero in float32 (kneron.md 5)."""
     ndim, size = arr.ndim, None
     if axis is not None:
         if not -ndim <= check_int(axis, "axis") < ndim:
             raise ValueError(f"axis: {axis} is out of range for a {ndim}-d tensor")
         size = arr.shape[axis]
-    r = check_whole(_per_axis(radix, ndim, axis, "radix", size), "radix", " (a power-of-two exponent; kneron.md 5)")
+    r = check_whole(_per_axis(radix, ndim, axis, "radix", size), "radix", " (a power-of-two exponent; kneron.md 5)",
+                    -2**31, 2**31 - 1)
     s = _per_axis(scale, ndim, axis, "scale", size)
     if not np.all(np.isfinite(s) & (s > 0)):
         raise ValueError(f"scale: must be finite and > 0, got {scale!r} (kneron.md 5)")
-    return r, s
+    # dequantize divides by the factor in float32: one that overflows to inf or underflows to 0
+    # (a radix of 200, say) would turn every value into 0 or inf without a word.
+    with np.errstate(over="ignore", under="ignore"):
+        factor = s.astype(np.float32) * np.exp2(r).astype(np.float32)
+    if not np.all(np.isfinite(factor) & (factor > 0)):
+        raise ValueError(f"radix: scale * 2**radix must be a finite nonzero float32, got radix {radix!r} with "
+                         f"scale {scale!r} (kneron.md 5)")
+    return r, s, factor
 
 
 def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="nearest_even", dtype=None):
@@ -407,7 +416,8 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
     models that expect scaled inputs). Computed in float64; ``rounding`` "nearest_even" (default)
     or "nearest_away".
     Raises ValueError for bad parameters or rounding, a layout without an element type
-    (KP_UNKNOWN), a radix that is not a whole number, a scale that is not finite and > 0, a
+    (KP_UNKNOWN), a radix that is not a whole int32, a scale that is not finite and > 0, a
+    factor ``scale * 2**radix`` that is 0 or infinite in float32, a
     ``dtype`` other than float32, and a NaN in ``x`` for an integer result (it has no integer
     value); TypeError for non-real input, a non-integer ``bits`` or ``axis``.
     """
@@ -428,7 +438,7 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
         raise ValueError(f"bits: 8 or 16, got {bits}")
     if dtype is not None and check_dtype(dtype, "dtype") != np.float32:
         raise ValueError(f"dtype: None (int8 / int16) or float32, got {dtype!r}")
-    r, s = _radix_scale(radix, scale, arr, axis)
+    r, s, _ = _radix_scale(radix, scale, arr, axis)
     v = arr.astype(np.float64) * (s * np.exp2(r))
     v = np.rint(v) if rounding == "nearest_even" else np.sign(v) * np.floor(np.abs(v) + 0.5)
     if dtype is not None:
@@ -443,13 +453,13 @@ def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
     bit for bit as the vendor decoder; per tensor or per index of ``axis``. Returns float32 of
     ``q``'s shape. Raises TypeError for non-numeric ``q`` or a non-integer ``axis``, ValueError
     for per-axis parameters without ``axis`` or of the wrong length, a radix that is not a whole
-    number, a scale that is not finite and > 0."""
+    int32, a scale that is not finite and > 0, a factor ``scale * 2**radix`` that is 0 or
+    infinite in float32 (the division would give inf, NaN or 0 everywhere)."""
     arr = np.asarray(q)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"q: expected numbers, got {arr.dtype}")
-    r, s = _radix_scale(radix, scale, arr, axis)
-    factor = s.astype(np.float32) * np.exp2(r).astype(np.float32)
-    return arr.astype(np.float32) / factor.astype(np.float32)
+    _, _, factor = _radix_scale(radix, scale, arr, axis)
+    return arr.astype(np.float32) / factor
 
 
 def predict_stride_npu(shape, layout) -> tuple:

@@ -23,13 +23,19 @@ def set_num_threads(n) -> None:
     """Let the kernels use ``n`` threads (an int >= 1), or the machine's hardware threads when
     ``n`` is None or 0 (the default). Applies process-wide, to calls that start afterwards.
     Raises TypeError for a non-integer, ValueError for a negative ``n``."""
+    _core.set_num_threads(_check(n))
+
+
+def _check(n) -> int:
     if n is None:
-        n = 0
+        return 0
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"n: expected an integer number of threads, got {n!r}")
     if n < 0:
         raise ValueError(f"n: must be >= 1 (or 0 / None for the machine's threads), got {n}")
-    _core.set_num_threads(int(n))
+    if n > 2**31 - 1:
+        raise ValueError(f"n: must be < 2**31, got {n}")
+    return int(n)
 
 
 def get_num_threads() -> int:
@@ -37,9 +43,16 @@ def get_num_threads() -> int:
     return _core.get_num_threads()
 
 
-@contextlib.contextmanager
 def num_threads(n):
-    """``with npupack.num_threads(1): ...`` - set the thread count for a block, then restore it."""
+    """``with npupack.num_threads(1): ...`` - set the thread count for a block, then restore it.
+    ``n`` as for :func:`set_num_threads`; its errors are raised here, by the call, not only when
+    the block is entered."""
+    _check(n)
+    return _scoped(n)
+
+
+@contextlib.contextmanager
+def _scoped(n):
     before = get_num_threads()
     set_num_threads(n)
     try:

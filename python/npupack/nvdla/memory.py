@@ -53,6 +53,11 @@ class Placement:
     meta: dict = field(default_factory=dict)
 
 
+def _check_name(name) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name: expected a non-empty string, got {name!r}")
+
+
 class MemoryPlan:
     """Places named surfaces in one memory image (nvdla.md 15.2).
 
@@ -127,8 +132,7 @@ class MemoryPlan:
         TypeError
             ``data`` not bytes / uint8.
         """
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name: expected a non-empty string, got {name!r}")
+        _check_name(name)
         if name in self._names:
             raise ValueError(f"name: {name!r} is already placed")
         if kind not in self._rules:
@@ -149,14 +153,21 @@ class MemoryPlan:
 
     def add_weights(self, name: str, surfaces, meta: Optional[dict] = None) -> list:
         """Place a layer's weight surfaces: the weight (or compressed DATA), WMB and WGS; for a
-        deconvolution tuple every set (``name/set<i>``). Returns the placements."""
+        deconvolution tuple every set (``name/set<i>``). Returns the placements. Raises ValueError
+        for an empty or duplicate ``name`` or an empty sequence of sets, TypeError for anything
+        but WeightSurfaces; nothing is placed then."""
         from npupack.nvdla.surfaces import WeightSurfaces
 
+        _check_name(name)
         sets = surfaces if isinstance(surfaces, (tuple, list)) else (surfaces,)
-        out = []
-        for i, ws in enumerate(sets):
+        if not sets:
+            raise ValueError("surfaces: expected WeightSurfaces or a non-empty sequence of them (deconvolution "
+                             "sets), got an empty one")
+        for ws in sets:
             if not isinstance(ws, WeightSurfaces):
                 raise TypeError(f"surfaces: expected WeightSurfaces, got {type(ws).__name__}")
+        out = []
+        for i, ws in enumerate(sets):
             stem = name if len(sets) == 1 and ws.kind != "deconv" else f"{name}/set{i}"
             m = dict(meta or {}, encoding=ws.encoding, weight_kind=ws.kind, precision=ws.precision,
                      packed_shape=list(ws.packed_shape), meaningful_bytes=ws.meaningful_bytes)
