@@ -533,3 +533,28 @@ def test_repeated_shapes_keep_every_check():
     grouped = pack_weights(w8[:, :5], groups=2)
     assert np.array_equal(grouped.weight, expected(w8[:, :5], NV_FULL, "int8", groups=2))
     assert np.array_equal(pack_weights(w8[:, :5], groups=2).weight, grouped.weight)
+
+
+@pytest.mark.parametrize("kind", ["dc", "image", "winograd", "deconv"])
+@pytest.mark.parametrize("config", [NV_FULL, Config.named("nv_small")])
+@pytest.mark.parametrize("options", [{}, dict(groups=2), dict(groups=True), dict(groups="2"),
+                                     dict(pixel_format="T_R8"), dict(pixel_format="T_A8B8G8R8"), dict(stride=(2, 2)),
+                                     dict(stride=(0, 1)), dict(stride=(2, 2), groups=2)])
+def test_weights_nbytes_refuses_what_pack_weights_refuses(kind, config, options):
+    """weights_nbytes is the size of what pack_weights would produce: for the same arguments
+    both give that size or both raise the same error. It used to give a size for options
+    pack_weights refuses (a Winograd or deconvolution layer with groups=2 or a pixel format, DC
+    weights with a pixel format or a zero stride, Winograd on a config without it)."""
+    precision = "int8"
+    w = np.ones((4, 2, 3, 3), np.int8)
+    if kind == "image" and "pixel_format" not in options:
+        options = {**options, "pixel_format": "T_A8B8G8R8"}
+    try:
+        ws = pack_weights(w, kind=kind, precision=precision, config=config, **options)
+    except (TypeError, ValueError) as e:
+        # the same rule; the argument is "w" for one and "shape" for the other
+        with pytest.raises(type(e), match=re.escape(str(e).partition(": ")[2])):
+            weights_nbytes(w.shape, kind=kind, precision=precision, config=config, **options)
+        return
+    first = ws[0] if isinstance(ws, tuple) else ws
+    assert weights_nbytes(w.shape, kind=kind, precision=precision, config=config, **options) == first.weight.size

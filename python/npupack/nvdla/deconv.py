@@ -14,8 +14,8 @@ import numpy as np
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import _check_rounding, convert_elements, infer_precision
-from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_stride,
-                                    check_unit_scale, kcrs, write_surfaces)
+from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_no_pixel_format,
+                                    check_single_group, check_stride, check_unit_scale, kcrs, write_surfaces)
 
 __all__ = ["deconv_sets", "merge_deconv_sets"]
 
@@ -61,10 +61,8 @@ def pack_deconv(w, *, precision, config: Config, groups, stride, pixel_format, p
                 saturate, scale, allow_nan, out) -> tuple[WeightSurfaces, ...]:
     """kind="deconv" of :func:`npupack.nvdla.pack_weights` (nvdla.md 10)."""
     check_config(config)
-    if groups != 1:
-        raise UnsupportedError("groups: deconvolution weights take groups=1 (nvdla.md 10.1)")
-    if pixel_format is not None:
-        raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
+    check_single_group(groups, "deconv")
+    check_no_pixel_format(pixel_format)
     if post_extension not in ("auto", 1):
         raise UnsupportedError(f"post_extension: {post_extension!r}; deconvolution weights take 'auto' or 1")
     check_unit_scale(scale, "deconv")

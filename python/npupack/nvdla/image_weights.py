@@ -12,8 +12,8 @@ from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim, check_int, is_int
 from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
-from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_stride,
-                                    check_unit_scale, kcrs, write_surfaces)
+from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_single_group,
+                                    check_stride, check_unit_scale, kcrs, write_surfaces)
 
 __all__ = ["post_extension_factor"]
 
@@ -67,8 +67,7 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
     if pixel_format is None:
         raise ValueError("pixel_format: image-input weights need the pixel format of the input image (nvdla.md 8.1)")
     fmt = _format(pixel_format)
-    if groups != 1:
-        raise UnsupportedError("groups: image-input weights take groups=1 (nvdla.md 7.1)")
+    check_single_group(groups, "image")
     _, sx = check_stride(stride)
     check_unit_scale(scale, "image")
     compress = check_compress(compress, config)

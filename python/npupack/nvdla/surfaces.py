@@ -174,8 +174,25 @@ def check_compress(compress, config: Config):
     return compress
 
 
+_SINGLE_GROUP = {"image": ("image-input", "7.1"), "winograd": ("Winograd", "9.1"), "deconv": ("deconvolution", "10.1")}
+
+
+def check_single_group(groups, kind: str) -> None:
+    """The kinds without grouped weights take ``groups`` 1 (an integer: True is not a count)."""
+    if not is_int(groups):
+        raise TypeError(f"groups: expected an integer, got {groups!r}")
+    if groups != 1:
+        name, section = _SINGLE_GROUP[kind]
+        raise UnsupportedError(f"groups: {name} weights take groups=1 (nvdla.md {section})")
+
+
+def check_no_pixel_format(pixel_format) -> None:
+    if pixel_format is not None:
+        raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
+
+
 def check_unit_scale(scale, kind: str) -> None:
-    if scale != 1.0:
+    if isinstance(scale, (bool, np.bool_)) or scale != 1.0:
         raise ValueError(f"scale: {scale!r}; a scale other than 1.0 is only for int8/int16 Winograd weights, "
                          f"not {kind!r} (nvdla.md 5.1)")
 

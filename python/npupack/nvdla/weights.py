@@ -24,8 +24,9 @@ from npupack.nvdla.convert import _check_rounding, _pack_if_finite_fp16, convert
 from npupack.nvdla.deconv import pack_deconv, unpack_deconv
 from npupack.nvdla.image_weights import pack_image, post_extension_factor, unpack_image
 from npupack.nvdla.sparse import decompress_weights
-from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_stride, check_unit_scale,
-                                    dc_layout, kcrs, roundup, write_surfaces)
+from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_no_pixel_format,
+                                    check_single_group, check_stride, check_unit_scale, dc_layout, kcrs, roundup,
+                                    write_surfaces)
 from npupack.nvdla.winograd import pack_winograd, winograd_layout, winograd_shape
 
 __all__ = ["WeightSurfaces", "pack_weights", "pack_weights_many", "unpack_weights", "weights_nbytes", "dc_layout",
@@ -45,7 +46,9 @@ def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: i
     size of *each* set; all sets have the same size). The result is the meaningful bytes
     ``K' * C' * R' * S' * es`` of ``packed_shape`` rounded up to ``config.weight_size_alignment``
     (Winograd: at least 128). Raises LayoutError / UnsupportedError / TypeError as
-    :func:`pack_weights`.
+    :func:`pack_weights` does for the same arguments (``groups`` other than 1 outside DC, a
+    ``pixel_format`` outside image weights, more channels than the pixel format gives, a bad
+    ``stride``, Winograd on a config without it), so no size is given for weights it refuses.
     """
     check_config(config)
     if kind not in _KINDS:
@@ -54,18 +57,33 @@ def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: i
     k, c, r, s = kcrs(shape, "shape")
     es = element_size(precision)
     tail = config.weight_size_alignment
+    # The option checks of pack_weights, so that a size is never given for weights it refuses.
     if kind == "dc":
+        check_stride(stride)
+        check_no_pixel_format(pixel_format)
         packed = (k, c * _check_groups(groups, k), r, s)
     elif kind == "image":
         from npupack.nvdla.pixel import _format
 
         if pixel_format is None:
             raise ValueError("pixel_format: image-input weights need the pixel format (nvdla.md 8.1)")
-        packed = (k, _format(pixel_format).comps * s, r, 1)
+        fmt = _format(pixel_format)
+        check_single_group(groups, kind)
+        check_stride(stride)
+        if c > fmt.comps:
+            raise LayoutError(f"shape: {c} input channels, but {fmt.name} gives the convolution only {fmt.comps} "
+                              "(nvdla.md 8.1)")
+        packed = (k, fmt.comps * s, r, 1)
     elif kind == "winograd":
+        check_no_pixel_format(pixel_format)
+        if not config.winograd:
+            raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (nvdla.md 9.1; NV_FULL has it)")
+        check_single_group(groups, kind)
         packed = winograd_shape((k, c, r, s), stride, precision, config)
         tail = max(128, tail)
     else:
+        check_single_group(groups, kind)
+        check_no_pixel_format(pixel_format)
         sy, sx = check_stride(stride)
         packed = (c, k, -(-r // sy), -(-s // sx))
     meaningful = int(np.prod(packed, dtype=object)) * es
@@ -193,8 +211,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
                   compress=compress, rounding=rounding, saturate=saturate, scale=scale, allow_nan=allow_nan,
                   out=out)
         if kind == "winograd":
-            if pixel_format is not None:
-                raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
+            check_no_pixel_format(pixel_format)
         else:
             kw["pixel_format"] = pixel_format
         return pack(w, **kw)
@@ -397,8 +414,7 @@ def _check_dc_options(stride, pixel_format, post_extension, compress, scale, con
     """Validates the options DC weights do not use; returns the effective compress mode."""
     check_stride(stride)  # validated; DC weights do not depend on the convolution stride
     check_unit_scale(scale, "dc")
-    if pixel_format is not None:
-        raise UnsupportedError("pixel_format: only image-input weights (kind='image') take a pixel format")
+    check_no_pixel_format(pixel_format)
     if post_extension not in ("auto", 1):
         raise UnsupportedError(f"post_extension: {post_extension!r} is only possible for image-input weights; "
                                "DC weights take 'auto' or 1 (nvdla.md 5.1)")

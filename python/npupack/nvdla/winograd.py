@@ -18,8 +18,8 @@ from npupack.layout import BlockedLayout, Dim
 from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import (_ROUNDINGS, _TARGET_DTYPE, _first_nan, _fp16_all_finite, _fp16_has_inf,
                                    convert_elements, infer_precision)
-from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_stride, kcrs, roundup,
-                                    write_surfaces)
+from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_single_group, check_stride, kcrs,
+                                    roundup, write_surfaces)
 
 __all__ = ["winograd_layout", "winograd_shape", "WINOGRAD_G"]
 
@@ -70,8 +70,7 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
     check_config(config)
     if not config.winograd:
         raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (nvdla.md 9.1; NV_FULL has it)")
-    if groups != 1:
-        raise UnsupportedError("groups: Winograd weights take groups=1 (nvdla.md 9.1)")
+    check_single_group(groups, "winograd")
     if post_extension not in ("auto", 1):
         raise UnsupportedError(f"post_extension: {post_extension!r}; Winograd weights take 'auto' or 1")
     compress = check_compress(compress, config)
