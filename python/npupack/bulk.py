@@ -45,15 +45,16 @@ def _ids(specs) -> list:
 
 
 def _options(options: dict) -> dict:
+    """The pack job's options with their defaults, checked (:func:`npupack.job.check_options`)."""
+    from npupack.job import check_options
+    from npupack.nvdla import Config
+
     unknown = set(options) - set(OPTION_KEYS)
     if unknown:
         raise TypeError(f"options: unknown {sorted(unknown)}; pack-many takes {list(OPTION_KEYS)}")
     opts = {"target": "nv_full", "precision": "int8", "quantize": "per_filter", "pixel_format": "auto",
             "winograd": "off", "compress": "off", "image": False}
     opts.update(options)
-    from npupack.job import check_options
-    from npupack.nvdla import Config
-
     try:
         config = Config.named(opts["target"])
     except (TypeError, ValueError) as e:  # its message names its own parameter, "name"

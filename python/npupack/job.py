@@ -249,8 +249,9 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     t0 = time.perf_counter()
     model_path = Path(model_path)
     out = Path(out_dir)
-    image, progress = check_options(config, precision=precision, quantize=quantize, pixel_format=pixel_format,
-                                    winograd=winograd, compress=compress, image=image), check_bool(progress, "progress")
+    image = check_options(config, precision=precision, quantize=quantize, pixel_format=pixel_format,
+                          winograd=winograd, compress=compress, image=image)
+    progress = check_bool(progress, "progress")
     compress_mode = COMPRESS_MODES[compress]
     if pixel_format == "auto":
         pixel_format = DEFAULT_PIXEL_FORMAT[precision]
