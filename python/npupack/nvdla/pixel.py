@@ -258,10 +258,15 @@ def _components(img, fmt: PixelFormat) -> np.ndarray:
     if arr.dtype.kind not in "iu":
         raise TypeError(f"img: {fmt.name} takes integer components (0-1023, alpha 0-3), got {arr.dtype}")
     if arr.dtype != np.uint16:
-        if arr.size and (arr.min() < 0 or arr.max() > 1023):
-            raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (nvdla.md 4.3)")
+        _check_10bit(arr, fmt)  # before the cast to uint16 wraps a negative or large value
         arr = arr.astype(np.uint16)
     return np.ascontiguousarray(arr)
+
+
+def _check_10bit(arr: np.ndarray, fmt: PixelFormat) -> None:
+    """ValueError unless the ``(H, W, 4)`` components fit the 10-bit word: colour 0-1023, alpha 0-3."""
+    if arr.min() < 0 or arr[..., :3].max() > 1023 or arr[..., 3].max() > 3:
+        raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (nvdla.md 4.3)")
 
 
 def _words(comps: np.ndarray, fmt: PixelFormat, words: Optional[np.ndarray] = None) -> np.ndarray:
@@ -455,8 +460,8 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
     # would otherwise be truncated, and uint16 values in an 8-bit format masked, silently.
     _components(img, fmt)
     arr = np.asarray(img)
-    if fmt.kind == "10bit" and (arr.min() < 0 or arr[..., :3].max() > 1023 or arr[..., 3].max() > 3):
-        raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (nvdla.md 4.3)")
+    if fmt.kind == "10bit" and arr.dtype == np.uint16:  # other types were range-checked by _components
+        _check_10bit(arr, fmt)  # pack_pixels leaves uint16 to the packing kernel's check
     if fmt.kind == "fp16":
         if precision != "fp16":
             raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) converts to fp16 only (nvdla.md 4.5, 13)")

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, is_int, check_dims
+from npupack.layout import BlockedLayout, Dim, check_dims, check_int, is_int
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -179,9 +179,7 @@ _SINGLE_GROUP = {"image": ("image-input", "7.1"), "winograd": ("Winograd", "9.1"
 
 def check_single_group(groups, kind: str) -> None:
     """The kinds without grouped weights take ``groups`` 1 (an integer: True is not a count)."""
-    if not is_int(groups):
-        raise TypeError(f"groups: expected an integer, got {groups!r}")
-    if groups != 1:
+    if check_int(groups, "groups") != 1:
         name, section = _SINGLE_GROUP[kind]
         raise UnsupportedError(f"groups: {name} weights take groups=1 (nvdla.md {section})")
 
