@@ -46,6 +46,15 @@ def _plan():
     return nv.MemoryPlan()
 
 
+def _placed():
+    plan = nv.MemoryPlan()
+    plan.add("a", np.ones(10, np.uint8), kind="weight")
+    return plan
+
+
+PLACED = _placed()
+
+
 # name -> (the callable, its valid keyword arguments). Methods are taken from an instance.
 CALLS = {
     "npupack.pack": (npupack.pack, dict(x=X17, layout="NCHW16c")),
@@ -58,6 +67,8 @@ CALLS = {
     "Layout.packed_shape": (BLOCKED.packed_shape, dict(shape=X17.shape, pad_lo=(0, 0, 1, 1))),
     "Layout.nbytes": (BLOCKED.nbytes, dict(shape=X17.shape, dtype=np.int8, pad_hi=(0, 0, 1, 1))),
     "Layout.offset_of": (BLOCKED.offset_of, dict(shape=X17.shape, index=(0, 16, 1, 1))),
+    "Layout.to_onednn": (BLOCKED.to_onednn, {}),
+    "Layout.describe": (BLOCKED.describe, {}),
     "BlockedLayout.pack": (BOUND.pack, dict(x=X17, pad_value=0)),
     "BlockedLayout.unpack": (BOUND.unpack, dict(buf=BOUND.pack(X17))),
     "BlockedLayout.offset_of": (BOUND.offset_of, dict(index=(0, 16, 1, 1))),
@@ -93,6 +104,8 @@ CALLS = {
     "kneron.dequantize": (kn.dequantize, dict(q=np.arange(6, dtype=np.int8), radix=3, scale=1.0)),
     "kneron.predict_stride_npu": (kn.predict_stride_npu, dict(shape=X8.shape, layout="1W16C8B")),
     "kneron.v1_layout": (kn.v1_layout, dict(layout="1W16C8B", chip="kl720")),
+    "DataLayout.named": (kn.DataLayout.named, dict(layout="4W4C8B")),
+    "DataLayout.from_firmware_code": (kn.DataLayout.from_firmware_code, dict(code=4, chip="kl720")),
     "nvdla.element_size": (nv.element_size, dict(precision="fp16")),
     "nvdla.to_fp16": (nv.to_fp16, dict(x=W32)),
     "nvdla.quantize_weights": (nv.quantize_weights, dict(w=W32, mode="per_filter", kernel_axis=0)),
@@ -141,9 +154,13 @@ CALLS = {
     "Config.named": (nv.Config.named, dict(name="nv_small")),
     "Config.atom_elements": (nv.NV_FULL.atom_elements, dict(precision="int16")),
     "Config.kernels_per_group": (nv.NV_FULL.kernels_per_group, dict(precision="fp16")),
+    "Config.require_precision": (nv.NV_FULL.require_precision, dict(precision="int8", what="precision")),
     "MemoryPlan.add": (lambda **kw: _plan().add(**kw), dict(name="a", data=np.ones(10, np.uint8), kind="weight")),
     "MemoryPlan.add_weights": (lambda **kw: _plan().add_weights(**kw), dict(name="w", surfaces=SPARSE)),
     "MemoryPlan.add_operand": (lambda **kw: _plan().add_operand(**kw), dict(name="bn", operand=_bn())),
+    "MemoryPlan.image": (lambda **kw: _placed().image(**kw), dict(out=np.zeros(128, np.uint8))),
+    "MemoryPlan.view": (PLACED.view, dict(image=PLACED.image(), name="a")),
+    "MemoryPlan.manifest": (PLACED.manifest, dict(checksums=True)),
     "zoo.resolve_model": (zoo.resolve_model, dict(spec="ppocr-det")),
 }
 
@@ -154,6 +171,7 @@ NOT_SWEPT = {
     "openvino.formats": "takes no argument",
     "horizon.register_alignment_rule": "registers process-wide state; checked in test_horizon.py",
     "Config.presets": "takes no argument",
+    "zoo.cache_dir": "takes no argument",
     "zoo.fetch_model": "its cache argument is a download target (network); checked in test_model.py",
 }
 
@@ -184,38 +202,64 @@ def test_wrong_argument_is_a_clear_error(case):
     assert _sweep(fn, good) == []
 
 
-def test_pack_job_wrong_arguments(tmp_path, monkeypatch):
-    """The model-level entry points, in a scratch directory: a wrong out_dir such as "x" is a
-    valid directory name and is created, and a path that names a directory or nothing may
-    raise OSError."""
+def _file_calls(tmp):
+    """The entry points that read or write files, with valid arguments inside ``tmp``."""
     from tests.test_model import make_model
 
-    monkeypatch.chdir(tmp_path)
-    path = tmp_path / "m.onnx"
+    path = tmp / "m.onnx"
     make_model(path, as_constant=False, rng=np.random.default_rng(0))
-    cases = {
-        "job.pack_model": (job.pack_model, dict(model_path=path, out_dir=tmp_path / "job", config=nv.NV_FULL,
+    return {
+        "job.pack_model": (job.pack_model, dict(model_path=path, out_dir=tmp / "job", config=nv.NV_FULL,
                                                 progress=False)),
-        "bulk.pack_one": (bulk.pack_one, dict(spec=str(path), out_dir=tmp_path / "one")),
-        "bulk.pack_many": (bulk.pack_many, dict(models=[str(path)], out_dir=tmp_path / "many")),
+        "bulk.pack_one": (bulk.pack_one, dict(spec=str(path), out_dir=tmp / "one")),
+        "bulk.pack_many": (bulk.pack_many, dict(models=[str(path)], out_dir=tmp / "many")),
         "model.load_onnx": (model.load_onnx, dict(path=path)),
         "model.load_batchnorms": (model.load_batchnorms, dict(path=path)),
+        "MemoryPlan.write": (lambda **kw: _placed().write(**kw), dict(out_dir=tmp / "plan", extra={"a": 1})),
     }
+
+
+FILE_CALLS = ("job.pack_model", "bulk.pack_one", "bulk.pack_many", "model.load_onnx", "model.load_batchnorms",
+              "MemoryPlan.write")
+
+
+def test_file_entry_points_wrong_arguments(tmp_path, monkeypatch):
+    """The entry points that touch files, in a scratch directory: a wrong out_dir such as "x" is
+    a valid directory name and is created, and a path that names a directory or nothing may
+    raise OSError."""
+    monkeypatch.chdir(tmp_path)
+    cases = _file_calls(tmp_path)
+    assert tuple(cases) == FILE_CALLS
     wrong = {case: _sweep(fn, good, ACCEPTED + (OSError,)) for case, (fn, good) in cases.items()}
     assert wrong == {case: [] for case in cases}
 
 
-def _public(module, prefix):
-    return {f"{prefix}.{n}" for n in module.__all__ if inspect.isfunction(getattr(module, n))}
+MODULES = {"npupack": npupack, "openvino": ov, "horizon": hz, "kneron": kn, "nvdla": nv, "zoo": zoo, "job": job,
+           "bulk": bulk, "model": model}
 
 
-def test_every_public_function_is_swept():
-    public = (_public(npupack, "npupack") | _public(ov, "openvino") | _public(hz, "horizon") |
-              _public(kn, "kneron") | _public(nv, "nvdla"))
-    public |= {f"Layout.{n}" for n in ("parse", "from_onednn", "bind", "packed_shape", "nbytes", "offset_of")}
-    public |= {f"BlockedLayout.{n}" for n in ("pack", "unpack", "offset_of")}
-    public |= {"Config.named", "Config.atom_elements", "Config.kernels_per_group", "Config.presets",
-               "MemoryPlan.add", "MemoryPlan.add_weights", "MemoryPlan.add_operand", "zoo.resolve_model",
-               "zoo.fetch_model"}
-    swept = {name.split(" ")[0] for name in CALLS} | set(NOT_SWEPT)
+def _methods(cls):
+    """The public methods (plain, class and static) a class defines itself; not properties."""
+    return {n for n, v in vars(cls).items()
+            if not n.startswith("_") and (inspect.isfunction(v) or isinstance(v, (classmethod, staticmethod)))}
+
+
+def _public():
+    names = set()
+    for prefix, module in MODULES.items():
+        for n in module.__all__:
+            obj = getattr(module, n)
+            if inspect.isfunction(obj):
+                names.add(f"{prefix}.{n}")
+            elif inspect.isclass(obj) and obj.__module__.startswith("npupack"):
+                names |= {f"{obj.__name__}.{m}" for m in _methods(obj)}
+    return names
+
+
+def test_every_public_function_and_method_is_swept():
+    """Every function in the ``__all__`` of the public modules, and every method of the classes
+    they export, is in CALLS, FILE_CALLS or NOT_SWEPT."""
+    public = _public()
+    assert {"Layout.parse", "MemoryPlan.write", "DataLayout.named", "zoo.fetch_model"} <= public
+    swept = {name.split(" ")[0] for name in CALLS} | set(FILE_CALLS) | set(NOT_SWEPT)
     assert public - swept == set()

@@ -12,7 +12,8 @@ Kneron layout without an element type, a sparsity ``tail`` of 0, a pixel ``shape
 them, and an image of the wrong element type or range is refused by the pixel precision
 conversion as by the pixel packer instead of being truncated. Quantisation parameters that
 silently gave unquantised or all-zero / all-inf results are refused: a Horizon quanti_type that
-is not a name, a Kneron radix whose factor leaves float32."""
+is not a name, a Kneron radix whose factor leaves float32. A Kneron firmware code that is not an
+integer and a memory-plan view of a surface that is not placed are errors naming them."""
 import numpy as np
 import pytest
 
@@ -362,3 +363,23 @@ def test_kneron_factor_fits_float32(radix, scale):
     # The extremes that still fit: 2**127 and 2**-149 (a subnormal) are float32 numbers.
     assert kn.dequantize(np.array([1], np.int8), 127, 1.0).tolist() == [2.0 ** -127]
     assert kn.dequantize(np.array([0], np.int8), -149, 1.0).tolist() == [0.0]
+
+
+@pytest.mark.parametrize("code", [False, 0.0, np.float64(4)])
+def test_firmware_code_is_an_integer(code):
+    """kneron.md 3: the firmware format code is an integer. False and 0.0 used to look up code 0
+    (1W16C8B on KL720), 4.0 code 4."""
+    with pytest.raises(TypeError, match="code: expected an integer"):
+        kn.DataLayout.from_firmware_code(code, "kl720")
+    assert kn.DataLayout.from_firmware_code(np.int64(4), "kl720") is kn.DataLayout.KP_4W4C8B
+
+
+@pytest.mark.parametrize("name", ["b", "", None])
+def test_memory_plan_view_names_a_placed_surface(name):
+    """nvdla.md 15.2: MemoryPlan.view of a name that is not placed is an error naming ``name``;
+    it used to be a bare KeyError."""
+    plan = nv.MemoryPlan()
+    plan.add("a", np.arange(10, dtype=np.uint8), kind="weight")
+    with pytest.raises(ValueError, match="name: "):
+        plan.view(plan.image(), name)
+    assert plan.view(plan.image(), "a").tolist() == list(range(10))

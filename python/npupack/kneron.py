@@ -77,7 +77,9 @@ class DataLayout(IntEnum):
     @classmethod
     def from_firmware_code(cls, code: int, chip: str) -> "DataLayout":
         """Map a per-chip firmware/NEF format code (kneron.md section 3) to the PLUS value.
-        Raises UnsupportedError for codes npupack does not know."""
+        Raises TypeError for a code that is not an integer, UnsupportedError for codes npupack
+        does not know."""
+        code = check_int(code, "code")
         table = _FIRMWARE.get(_chip(chip), {})
         if code not in table:
             raise UnsupportedError(f"code: firmware format code {code} is not known for {chip} "

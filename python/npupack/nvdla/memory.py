@@ -212,7 +212,12 @@ class MemoryPlan:
         return img
 
     def view(self, image, name: str) -> np.ndarray:
-        """The bytes of surface ``name`` inside ``image`` (a view)."""
+        """The bytes of surface ``name`` inside ``image`` (a uint8 view of ``image``, ``size`` bytes
+        from the surface's offset). Raises ValueError for a name that is not placed, LayoutError
+        for an image too small to hold the surface."""
+        _check_name(name)
+        if name not in self._names:
+            raise ValueError(f"name: no surface {name!r} is placed in this plan")
         p = self[name]
         buf = as_byte_buffer(image, "image")
         if buf.size < p.offset + p.size:
