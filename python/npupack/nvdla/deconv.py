@@ -97,13 +97,14 @@ def unpack_deconv(stream_of, surfaces, logical: bool) -> np.ndarray:
     One set (or ``logical=False``): the set tensors ``(K_out, C_in, Rs, Ss)`` before the flip,
     stacked when several; all sets with ``logical=True``: the ``(C_in, K_out, R, S)`` weights."""
     first = surfaces[0]
-    layout = _dc_layout(first.packed_shape, first.precision, first.config)
-    sets = []
     for ws in surfaces:
         if ws.kind != "deconv" or ws.shape != first.shape or ws.stride != first.stride \
                 or ws.precision != first.precision:
             raise LayoutError("surfaces: deconvolution sets of one layer expected (same shape, stride, precision)")
-        data = stream_of(ws)
+    streams = [stream_of(ws) for ws in surfaces]  # checks each set's fields before they are used
+    layout = _dc_layout(first.packed_shape, first.precision, first.config)
+    sets = []
+    for data in streams:
         if data.size < layout.nbytes:
             raise LayoutError(f"surfaces.weight: holds {data.size} bytes, {layout.nbytes} are needed")
         sets.append(layout.unpack(data)[:, :, ::-1, ::-1])

@@ -15,12 +15,15 @@ nest ``K/kpg, C/cb, R, S, kpg, cb``. The surface is then zero-padded to
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import as_byte_buffer, check_bool, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
-from npupack.nvdla.convert import _check_rounding, _pack_if_finite_fp16, convert_elements, infer_precision
+from npupack.nvdla.convert import (_TARGET_DTYPE, _check_rounding, _pack_if_finite_fp16, convert_elements,
+                                   infer_precision)
 from npupack.nvdla.deconv import pack_deconv, unpack_deconv
 from npupack.nvdla.image_weights import pack_image, post_extension_factor, unpack_image
 from npupack.nvdla.sparse import decompress_weights
@@ -422,13 +425,68 @@ def _check_dc_options(stride, pixel_format, post_extension, compress, scale, con
 
 
 def _stream(ws: WeightSurfaces) -> np.ndarray:
-    """The uncompressed mapped stream of one surface (decompressed when needed)."""
+    """The uncompressed mapped stream of one surface (decompressed when needed), after the
+    surface's mapping fields are checked against its logical shape and options."""
+    _check_mapping(ws)
     data = as_byte_buffer(ws.weight, "surfaces.weight")
     if ws.wmb is None:
         return data
-    es = element_size(ws.precision)
     return decompress_weights(data, as_byte_buffer(ws.wmb, "surfaces.wmb"), precision=ws.precision,
-                              n_elements=ws.meaningful_bytes // es).view(np.uint8)
+                              n_elements=ws.meaningful_bytes // element_size(ws.precision)).view(np.uint8)
+
+
+# The fields of WeightSurfaces that describe the mapping. A WeightSurfaces built by hand (from a
+# manifest, say) with one of them wrong would unpack to wrong weights without a word, so
+# unpack_weights compares them with what pack_weights gives for the logical shape and options
+# the surface records (nvdla.md 5.4).
+_MAPPING_FIELDS = ("packed_shape", "kernel_groups", "bytes_per_kernel", "meaningful_bytes", "post_extension")
+
+
+def _check_mapping(ws: WeightSurfaces) -> None:
+    """LayoutError naming the first field of ``ws`` that differs from what :func:`pack_weights`
+    gives for ``ws.kind``, ``shape``, ``precision``, ``config``, ``groups``, ``stride``
+    (Winograd, deconvolution), ``pixel_format``, ``post_extension`` and ``phase``; the error of
+    pack_weights, naming ``surfaces``, for options it refuses."""
+    for name in ("shape", "packed_shape", "stride", "phase"):
+        value = getattr(ws, name)
+        if not isinstance(value, tuple) and not (value is None and name in ("stride", "phase")):
+            raise TypeError(f"surfaces.{name}: expected a tuple, got {value!r}")
+    stride = ws.stride if ws.kind in ("winograd", "deconv") else (1, 1)
+    try:
+        es = element_size(ws.precision)
+        n = weights_nbytes(ws.shape, precision=ws.precision, config=ws.config, groups=ws.groups, kind=ws.kind,
+                           stride=stride, pixel_format=ws.pixel_format)
+        # The surface of zeros packed below is at most one tail longer than what was given.
+        if ws.wmb is None:
+            given, what = as_byte_buffer(ws.weight, "weight").size, "weight: holds {} bytes"
+        else:
+            given, what = as_byte_buffer(ws.wmb, "wmb").size * 8 * es, "wmb: has mask bits for {} bytes"
+        if n > given + max(128, ws.config.weight_size_alignment):
+            raise LayoutError(f"{what.format(given)}, but {ws.kind} weights of shape {ws.shape} pack to {n}")
+        sets = _mapping_of((ws.kind, ws.precision, ws.shape, ws.groups, stride, ws.pixel_format, ws.post_extension,
+                            ws.config))
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"surfaces: {e}") from None
+    expected = sets.get(ws.phase)
+    if expected is None:
+        raise LayoutError(f"surfaces.phase: {ws.phase!r} is not a set of {ws.kind} weights with stride {ws.stride} "
+                          f"(sets: {list(sets)}; nvdla.md 10.1)")
+    for name, value in zip(_MAPPING_FIELDS, expected):
+        if getattr(ws, name) != value:
+            raise LayoutError(f"surfaces.{name}: {getattr(ws, name)!r}, but {ws.kind} {ws.precision} weights of "
+                              f"shape {ws.shape} on {ws.config.name} give {value!r} (nvdla.md 5.4)")
+
+
+@lru_cache(maxsize=1024)
+def _mapping_of(key) -> dict:
+    """phase -> the _MAPPING_FIELDS of pack_weights' result for a zero tensor (a broadcast view:
+    nothing of the logical size is allocated)."""
+    kind, precision, shape, groups, stride, pixel_format, post_extension, config = key
+    zeros = np.broadcast_to(np.zeros((), _TARGET_DTYPE[precision]), shape)
+    packed = pack_weights(zeros, kind=kind, precision=precision, config=config, groups=groups, stride=stride,
+                          pixel_format=pixel_format, post_extension=post_extension)
+    sets = packed if isinstance(packed, tuple) else (packed,)
+    return {ws.phase: tuple(getattr(ws, name) for name in _MAPPING_FIELDS) for ws in sets}
 
 
 def unpack_weights(surfaces, *, logical: bool = True) -> np.ndarray:
@@ -438,7 +496,14 @@ def unpack_weights(surfaces, *, logical: bool = True) -> np.ndarray:
     ----------
     surfaces : WeightSurfaces, or the tuple of deconvolution sets
         As returned by ``pack_weights``; ``weight`` (and ``wmb``) may be replaced by bytes read
-        back from memory (uncompressed: at least ``meaningful_bytes`` long).
+        back from memory (uncompressed: at least ``meaningful_bytes`` long). Built by hand (from
+        a manifest, say), its mapping fields (``packed_shape``, ``kernel_groups``,
+        ``bytes_per_kernel``, ``meaningful_bytes``, ``post_extension``) must be what
+        ``pack_weights`` gives for its ``kind``, ``shape``, ``precision``, ``config``,
+        ``groups``, ``stride`` (Winograd, deconvolution), ``pixel_format`` and ``phase``, and
+        ``shape``, ``packed_shape``, ``stride`` and ``phase`` tuples. Options that are
+        themselves valid cannot be checked: image weights packed with post-extension 2 and
+        described as 1 have the same size and unpack to other weights.
     logical : bool
         True: the logical weights ``surfaces.shape`` (grouped: the ``(K, C/groups, R, S)``
         diagonal blocks; image: ``(K, C, R, S)`` without the zero-padded channels;
@@ -455,12 +520,15 @@ def unpack_weights(surfaces, *, logical: bool = True) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``surfaces`` is not a WeightSurfaces (or a tuple of them); ``logical`` is not a bool.
+        ``surfaces`` is not a WeightSurfaces (or a tuple of them); ``logical`` is not a bool; a
+        shape, stride or phase that is not a tuple; an option of a type pack_weights refuses.
     ValueError
-        Winograd with ``logical=True``.
+        Winograd with ``logical=True``; an option pack_weights refuses (the message starts
+        with ``surfaces:``).
     LayoutError
-        ``weight`` shorter than ``meaningful_bytes``; corrupted compressed surfaces; deconvolution
-        sets missing or of different layers.
+        ``weight`` shorter than ``meaningful_bytes``; a mapping field that does not match the
+        shape and options (naming it); corrupted compressed surfaces; deconvolution sets
+        missing or of different layers.
     """
     logical = check_bool(logical, "logical")
     if isinstance(surfaces, (tuple, list)):
