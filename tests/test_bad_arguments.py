@@ -20,6 +20,7 @@ import npupack.kneron as kn
 import npupack.model as model
 import npupack.nvdla as nv
 import npupack.openvino as ov
+import npupack.readback as readback
 import npupack.zoo as zoo
 
 ACCEPTED = (ValueError, TypeError)
@@ -208,6 +209,8 @@ def _file_calls(tmp):
 
     path = tmp / "m.onnx"
     make_model(path, as_constant=False, rng=np.random.default_rng(0))
+    packed = tmp / "packed"
+    job.pack_model(path, packed, config=nv.NV_FULL, progress=False)
     return {
         "job.pack_model": (job.pack_model, dict(model_path=path, out_dir=tmp / "job", config=nv.NV_FULL,
                                                 progress=False)),
@@ -216,11 +219,13 @@ def _file_calls(tmp):
         "model.load_onnx": (model.load_onnx, dict(path=path)),
         "model.load_batchnorms": (model.load_batchnorms, dict(path=path)),
         "MemoryPlan.write": (lambda **kw: _placed().write(**kw), dict(out_dir=tmp / "plan", extra={"a": 1})),
+        "readback.load_packed": (readback.load_packed, dict(out_dir=packed)),
+        "readback.verify_packed": (readback.verify_packed, dict(out_dir=packed)),
     }
 
 
 FILE_CALLS = ("job.pack_model", "bulk.pack_one", "bulk.pack_many", "model.load_onnx", "model.load_batchnorms",
-              "MemoryPlan.write")
+              "MemoryPlan.write", "readback.load_packed", "readback.verify_packed")
 
 
 def test_file_entry_points_wrong_arguments(tmp_path, monkeypatch):
@@ -235,7 +240,7 @@ def test_file_entry_points_wrong_arguments(tmp_path, monkeypatch):
 
 
 MODULES = {"npupack": npupack, "openvino": ov, "horizon": hz, "kneron": kn, "nvdla": nv, "zoo": zoo, "job": job,
-           "bulk": bulk, "model": model}
+           "bulk": bulk, "model": model, "readback": readback}
 
 
 def _methods(cls):

@@ -47,6 +47,17 @@ def _cmd_pack_many(args) -> int:
     return 1 if t["error"] else 0
 
 
+def _cmd_verify(args) -> int:
+    from npupack.readback import verify_packed
+
+    report = verify_packed(args.output)
+    for problem in report["problems"]:
+        print(f"npupack: {problem}", file=sys.stderr)
+    print(f"npupack: {args.output}: {report['layers']} packed layers, {report['parts']} surfaces, "
+          f"{report['bytes']} bytes read; {len(report['problems'])} problems")
+    return 1 if report["problems"] else 0
+
+
 def _cmd_fetch(args) -> int:
     from npupack.zoo import fetch_model
 
@@ -162,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     pm.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     _job_options(pm, image_help="one aligned image.bin per model")
     pm.set_defaults(func=_cmd_pack_many)
+
+    ve = sub.add_parser("verify", help="check the sha256 of every surface of a pack output directory and that "
+                        "every layer unpacks")
+    ve.add_argument("output", help="the directory written by pack (manifest.json and its files)")
+    ve.set_defaults(func=_cmd_verify)
 
     fm = sub.add_parser("fetch-model", help="download a known real model into the cache and print its path")
     fm.add_argument("name", choices=sorted(MODELS))

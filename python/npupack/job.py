@@ -114,19 +114,20 @@ class _FileSink:
     def __init__(self, out: Path):
         self.out = out
 
-    def _file(self, stem: str, part: str, arr) -> dict:
-        path = self.out / f"{stem}.{part}.bin"
+    def _file(self, name: str, arr) -> dict:
+        path = self.out / f"{name}.bin"
         write_atomic(path, arr)
         return {"file": path.name, "offset": 0, "size": int(arr.size), "sha256": _sha(arr)}
 
     def weights(self, stem: str, ws) -> dict:
-        fields = {p: self._file(stem, p, a) for p, a in (("weight", ws.weight), ("wmb", ws.wmb), ("wgs", ws.wgs))
+        fields = {p: self._file(f"{stem}.{p}", a) for p, a in (("weight", ws.weight), ("wmb", ws.wmb), ("wgs", ws.wgs))
                   if a is not None}
         return {"encoding": ws.encoding, **fields.pop("weight"), "alignment": ws.alignment, "nonzero": ws.nonzero,
                 **fields}
 
     def operand(self, stem: str, op) -> dict:
-        return self._file(stem, "sdp", op.data)
+        # stem already ends in ".sdp" (it also names the surface in an image)
+        return self._file(stem, op.data)
 
     def finish(self, manifest: dict) -> dict:
         write_atomic(self.out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())

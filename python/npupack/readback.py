@@ -1,0 +1,177 @@
+"""Read a directory written by :func:`npupack.job.pack_model` back: every surface's bytes checked
+against the sha256 the manifest gives, the weights of each layer as :class:`WeightSurfaces`, and
+a verification of the whole directory (``npupack verify``) that also unpacks every layer.
+
+What a consumer of packed weights needs before loading them onto hardware, or after copying a
+model zoo's packed weights around: that no byte changed and that every surface still decodes
+with the mapping its manifest entry describes (nvdla.md 5.4, 11.1, 15).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from npupack.layout import is_int
+from npupack.nvdla import Config, WeightSurfaces, unpack_weights
+
+__all__ = ["load_packed", "verify_packed"]
+
+
+class _Reader:
+    """The manifest of ``out_dir`` and the checked bytes of the parts it lists."""
+
+    def __init__(self, out_dir):
+        self.out = Path(out_dir)
+        path = self.out / "manifest.json"
+        try:
+            self.manifest = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"out_dir: {path} is not JSON ({e})") from None
+        if not isinstance(self.manifest, dict) or self.manifest.get("format") != "nvdla":
+            raise ValueError(f"out_dir: {path} is not a manifest written by npupack pack (format 'nvdla')")
+        try:
+            cfg = self.manifest["config"]
+            self.config = Config(**{**cfg, "precisions": tuple(cfg["precisions"])})
+            if not isinstance(self.manifest["layers"], list):
+                raise TypeError("layers is not a list")
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"out_dir: {path} has no valid config and layers ({type(e).__name__}: {e})") from None
+        self.parts = 0
+        self.bytes = 0
+
+    def read(self, part: dict, what: str) -> np.ndarray:
+        """The ``size`` bytes at ``offset`` of the part's file; ValueError when the file is not
+        inside the directory, is too short, or its bytes do not have the manifest's sha256."""
+        name, offset, size, sha = (part.get(k) for k in ("file", "offset", "size", "sha256"))
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"{what}: file {name!r} is not a file name inside the directory")
+        if not (is_int(offset) and is_int(size) and 0 <= offset and 0 <= size and isinstance(sha, str)):
+            raise ValueError(f"{what}: the manifest gives no valid offset, size and sha256 for {name}")
+        data = np.fromfile(self.out / name, dtype=np.uint8, count=size, offset=offset)
+        if data.size != size:
+            raise ValueError(f"{what}: {name} holds {data.size} of the {size} bytes at offset {offset}")
+        digest = hashlib.sha256(memoryview(data)).hexdigest()
+        if digest != sha:
+            raise ValueError(f"{what}: the {size} bytes at offset {offset} of {name} have sha256 {digest}, the "
+                             f"manifest says {sha}")
+        self.parts += 1
+        self.bytes += size
+        return data
+
+    def surfaces(self, entry: dict):
+        """WeightSurfaces of a packed layer entry (a tuple of sets for deconvolution); errors
+        name the layer."""
+        label = f"layer {entry.get('name')!r}"
+        try:
+            sets = tuple(self._one(entry, part, label + (f" set {i}" if "phase" in part else ""))
+                         for i, part in enumerate(entry.get("sets", [entry])))
+        except KeyError as e:
+            raise ValueError(f"{label}: the manifest entry has no {e}") from None
+        except (TypeError, AttributeError) as e:  # a field of the wrong JSON type
+            raise ValueError(f"{label}: the manifest entry is malformed ({type(e).__name__}: {e})") from None
+        return sets if entry["kind"] == "deconv" else sets[0]
+
+    def _one(self, entry: dict, part: dict, label: str) -> WeightSurfaces:
+        kind = entry["kind"]
+        compressed = part["encoding"] == "compressed"
+        return WeightSurfaces(
+            weight=self.read(part, f"{label} weight"), kind=kind, precision=entry["precision"],
+            shape=tuple(entry["logical_shape"]), packed_shape=tuple(entry["packed_shape"]),
+            kernel_groups=entry["kernel_groups"], bytes_per_kernel=entry["bytes_per_kernel"],
+            meaningful_bytes=entry["meaningful_bytes"], config=self.config,
+            groups=entry["group"] if kind == "dc" else 1, post_extension=entry["post_extension"],
+            wmb=self.read(part["wmb"], f"{label} WMB") if compressed else None,
+            wgs=self.read(part["wgs"], f"{label} WGS") if compressed else None,
+            phase=tuple(part["phase"]) if "phase" in part else None,
+            stride=tuple(entry["strides"]) if kind in ("winograd", "deconv") else None,
+            pixel_format=entry["pixel_format"], nonzero=part.get("nonzero"))
+
+
+def load_packed(out_dir) -> dict:
+    """The weights of every packed layer of a :func:`npupack.job.pack_model` output directory.
+
+    Parameters
+    ----------
+    out_dir : path
+        A directory with ``manifest.json`` and the surface files it names (one file per surface,
+        or ``image.bin`` with ``--image``).
+
+    Returns
+    -------
+    dict
+        Layer name -> :class:`npupack.nvdla.WeightSurfaces` (deconvolution: the tuple of its
+        stride-phase sets), in manifest order, for the layers with status ``"packed"``. Each
+        ``weight`` (``wmb``, ``wgs``) is a uint8 array of the surface's ``size`` bytes, read from
+        its file at its offset; :func:`npupack.nvdla.unpack_weights` gives the weights back.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``manifest.json`` or a surface file is missing.
+    ValueError
+        The manifest is not JSON or not an NVDLA pack manifest; a surface's file name leaves the
+        directory, its file is too short, or its bytes do not have the manifest's sha256.
+    """
+    reader = _Reader(out_dir)
+    return {e["name"]: reader.surfaces(e) for e in reader.manifest["layers"] if e.get("status") == "packed"}
+
+
+def verify_packed(out_dir) -> dict:
+    """Check a :func:`npupack.job.pack_model` output directory: the sha256 of every surface the
+    manifest lists (weights, WMB/WGS, SDP operands; with ``--image`` also the whole image), and
+    that every packed layer unpacks with its manifest's mapping (:func:`unpack_weights`: fields
+    consistent with the logical shape, compressed surfaces decodable; Winograd as the
+    transformed ``(K, C_ext, 4, 4)`` tensor).
+
+    Parameters
+    ----------
+    out_dir : path
+        The directory (``manifest.json`` and the files it names).
+
+    Returns
+    -------
+    dict
+        ``{"layers": packed layers checked, "parts": surfaces read, "bytes": bytes read,
+        "problems": ["<layer>: <what is wrong>", ...]}``; no problems means every byte is as
+        written and every layer decodes.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``manifest.json`` is missing.
+    ValueError
+        The manifest is not JSON or not an NVDLA pack manifest. Problems of single surfaces
+        (missing or changed files) are listed in ``problems``, not raised.
+    """
+    reader = _Reader(out_dir)
+    problems, layers = [], 0
+    for entry in reader.manifest["layers"]:
+        if entry.get("status") != "packed":
+            continue
+        layers += 1
+        try:
+            surfaces = reader.surfaces(entry)
+        except (ValueError, OSError) as e:
+            problems.append(str(e))
+            continue
+        try:
+            unpack_weights(surfaces, logical=entry["kind"] != "winograd")
+        except (ValueError, TypeError) as e:
+            problems.append(f"layer {entry['name']!r} does not unpack: {e}")
+    operands = [(e["name"], e["sdp"]) for e in reader.manifest["layers"] + reader.manifest.get("batchnorms", [])
+                if e.get("sdp", {}).get("status") == "packed"]
+    for name, sdp in operands:
+        try:
+            reader.read(sdp, f"{name!r} SDP operand")
+        except (ValueError, OSError) as e:
+            problems.append(str(e))
+    image = reader.manifest.get("image")
+    if image is not None:
+        try:
+            reader.read({**image, "offset": 0, "size": image["nbytes"]}, "image")
+        except (ValueError, OSError) as e:
+            problems.append(str(e))
+    return {"layers": layers, "parts": reader.parts, "bytes": reader.bytes, "problems": problems}
