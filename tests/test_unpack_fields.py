@@ -1,16 +1,19 @@
-"""unpack_weights trusts no field of a WeightSurfaces built by hand (from a manifest, say): the
-fields that describe the mapping (nvdla.md 5.4: packed_shape, kernel_groups, bytes_per_kernel,
-meaningful_bytes, post_extension) must be what pack_weights gives for the logical shape and
-options the surface records, and the options must be ones pack_weights takes. A field that
-does not match used to unpack to other weights, or to raise ZeroDivisionError, without naming
-the field."""
+"""unpack_weights and unpack_sdp trust no field of a WeightSurfaces or SdpOperand built by hand
+(from a manifest, say). The fields that describe a weight mapping (nvdla.md 5.4: packed_shape,
+kernel_groups, bytes_per_kernel, meaningful_bytes, post_extension) must be what pack_weights
+gives for the logical shape and options the surface records, and the options must be ones
+pack_weights takes; an SDP operand's components, elements per atom, shape rank, strides and
+surface size must be those of its use, mode, precision and config (nvdla.md 12.1, 12.2). A field
+that does not match used to unpack to other values, or to raise ZeroDivisionError or a NumPy
+reshape error, without naming the field."""
 import dataclasses
 
 import numpy as np
 import pytest
 
 from npupack import LayoutError
-from npupack.nvdla import NV_FULL, WeightSurfaces, pack_weights, unpack_weights
+from npupack.nvdla import (NV_FULL, NV_SMALL, SdpOperand, WeightSurfaces, pack_batchnorm, pack_bias, pack_eltwise,
+                           pack_weights, unpack_sdp, unpack_weights)
 
 RNG = np.random.default_rng(5)
 FIELDS = ("packed_shape", "kernel_groups", "bytes_per_kernel", "meaningful_bytes", "post_extension")
@@ -113,3 +116,53 @@ def test_a_direct_convolution_keeps_its_layer_stride():
     ws = _packed("dc grouped")
     assert np.array_equal(unpack_weights(dataclasses.replace(ws, stride=(2, 2))), unpack_weights(ws))
     assert ws.config is NV_FULL
+
+
+OPERANDS = {
+    "bias per channel": pack_bias(np.arange(5, dtype=np.int16), precision="int8"),
+    "bias + rescale per layer": pack_bias(np.int16(-3), mul=np.int16(2), precision="int8", mode="per_layer"),
+    "batchnorm fp16": pack_batchnorm(alu=np.ones(40, np.float16), mul=np.ones(40, np.float16), precision="fp16"),
+    "eltwise per element": pack_eltwise(alu=np.arange(60, dtype=np.int8).reshape(5, 3, 4), precision="int8",
+                                        config=NV_SMALL),
+}
+
+
+@pytest.mark.parametrize("case", list(OPERANDS))
+def test_an_operand_rebuilt_from_its_fields_unpacks(case):
+    op = OPERANDS[case]
+    rebuilt = SdpOperand(**{f.name: getattr(op, f.name) for f in dataclasses.fields(op)})
+    got, want = unpack_sdp(rebuilt), unpack_sdp(op)
+    assert all(np.array_equal(a, b) for a, b in zip(got if isinstance(got, tuple) else (got,),
+                                                    want if isinstance(want, tuple) else (want,)))
+
+
+def _operand_changes(op):
+    """(field, wrong value, error, message) for every field a packer derives."""
+    e = op.elements_per_atom
+    yield "use", "bias2", ValueError, r"operand.use: 'bias2' is not one of"
+    yield "mode", "per_tensor", ValueError, r"operand.mode: 'per_tensor' is not one of"
+    yield "precision", "int4", ValueError, r"operand.precision: 'int4'"
+    yield "data_size", 4, ValueError, r"operand.data_size: 1 or 2 bytes, got 4"
+    yield "config", "nv_full", TypeError, r"operand.config"
+    yield "components", op.components + 1, LayoutError, r"operand.components: \d, but .* have \d"
+    yield "elements_per_atom", e * 2, LayoutError, rf"operand.elements_per_atom: {e * 2}, but .* have {e}"
+    yield "shape", op.shape + (1,), LayoutError, r"operand.shape: per_\w+ operands have shape"
+    if op.mode != "per_element":
+        yield "line_stride", 64, LayoutError, r"operand.line_stride: only per-element operands have strides"
+    else:
+        yield "line_stride", None, LayoutError, r"operand.line_stride: per-element operands record their strides"
+        yield "surface_stride", op.line_stride, LayoutError, r"operand.surface_stride: \d+ bytes is smaller"
+    if op.mode == "per_layer":
+        yield "registers", op.registers[:1], LayoutError, r"operand.registers: per-layer operands hold 2"
+        yield "registers", (0x10000, 0), LayoutError, r"operand.registers"
+    else:
+        yield "data", op.data[:-32], LayoutError, rf"operand.data: {op.nbytes - 32} bytes, but .* is {op.nbytes}"
+
+
+@pytest.mark.parametrize("case, change", [(case, change) for case, op in OPERANDS.items()
+                                          for change in _operand_changes(op)],
+                         ids=lambda v: v if isinstance(v, str) else f"{v[0]}={v[1]!r:.12}")
+def test_an_operand_field_that_does_not_match_is_named(case, change):
+    field, value, error, match = change
+    with pytest.raises(error, match=match):
+        unpack_sdp(dataclasses.replace(OPERANDS[case], **{field: value}))

@@ -23,7 +23,7 @@ from typing import Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_bool, check_out, little_endian
+from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_bool, check_out, is_int, little_endian
 from npupack.nvdla.config import NV_FULL, PRECISIONS, Config, check_config
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements
 
@@ -269,11 +269,17 @@ def unpack_sdp(operand: SdpOperand, data=None):
     ------
     TypeError
         ``operand`` is not an SdpOperand.
+    ValueError
+        An operand built by hand (from a manifest, say) whose fields do not describe one layout:
+        a use, mode, precision or data size the packers refuse, ``components`` other than the
+        use's, ``elements_per_atom`` other than the config's, a shape of the wrong rank, strides
+        or a surface size other than the layout's (naming the field).
     LayoutError
         ``data`` shorter than ``operand.nbytes``.
     """
     if not isinstance(operand, SdpOperand):
         raise TypeError(f"operand: expected SdpOperand, got {type(operand).__name__}")
+    _check_fields(operand)
     dtype = _TARGET_DTYPE[_element_precision(operand.precision, operand.data_size)]
     k = operand.components
     if operand.mode == "per_layer":
@@ -295,6 +301,56 @@ def unpack_sdp(operand: SdpOperand, data=None):
             arr = layout.unpack(buf)
         comps = [np.ascontiguousarray(arr[..., j]) for j in range(k)]
     return comps[0] if k == 1 else tuple(comps)
+
+
+def _check_fields(op: SdpOperand) -> None:
+    """ValueError naming the first field of ``op`` that is not what the packers give for its use,
+    mode, precision, data size, shape, config and strides (nvdla.md 12.1, 12.2): an operand
+    rebuilt by hand with one of them wrong would unpack to other values without a word."""
+    try:
+        _check_precision(op.precision, op.config)
+        if op.use not in USES:
+            raise ValueError(f"use: {op.use!r} is not one of {tuple(USES)} (nvdla.md 12.1)")
+        if op.mode not in _SHAPES:
+            raise ValueError(f"mode: {op.mode!r} is not one of {MODES} (nvdla.md 12.2)")
+        _data_size(op.data_size, op.precision, 2)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"operand.{e}") from None
+    e = op.config.atom_elements(op.precision)
+    ndim, text = _SHAPES[op.mode]
+    expected = {"components": USES[op.use], "elements_per_atom": e}
+    for name, value in expected.items():
+        if getattr(op, name) != value:
+            raise LayoutError(f"operand.{name}: {getattr(op, name)!r}, but {op.use} operands at {op.precision} on "
+                              f"{op.config.name} have {value} (nvdla.md 12.1)")
+    if not isinstance(op.shape, tuple) or len(op.shape) != ndim or not all(
+            is_int(d) and d >= 1 for d in op.shape):
+        raise LayoutError(f"operand.shape: {op.mode} operands have shape {text} of dimensions >= 1, got "
+                          f"{op.shape!r} (nvdla.md 12.2)")
+    if op.mode != "per_element" and (op.line_stride is not None or op.surface_stride is not None):
+        raise LayoutError("operand.line_stride: only per-element operands have strides (nvdla.md 12.2)")
+    eb = op.components * op.data_size
+    if op.mode == "per_layer":
+        if op.data is not None or not isinstance(op.registers, tuple) or len(op.registers) != op.components or \
+                not all(is_int(r) and 0 <= r <= 0xFFFF for r in op.registers):
+            raise LayoutError(f"operand.registers: per-layer operands hold {op.components} 16-bit register values "
+                              f"and no data, got registers={op.registers!r} (nvdla.md 12.2)")
+        return
+    if op.mode == "per_channel":
+        strides, size = (None, None), -(-op.shape[0] // e) * e * eb
+    else:
+        try:
+            ls, ss, size = element_strides(op.shape, e=e, eb=eb, config=op.config, line_stride=op.line_stride,
+                                           surface_stride=op.surface_stride)
+        except ValueError as err:
+            raise LayoutError(f"operand.{err}") from None
+        strides = (ls, ss)
+    if (op.line_stride, op.surface_stride) != strides:
+        raise LayoutError(f"operand.line_stride: per-element operands record their strides, got "
+                          f"{(op.line_stride, op.surface_stride)} (nvdla.md 12.2)")
+    if op.data is not None and as_byte_buffer(op.data, "operand.data").size != size:
+        raise LayoutError(f"operand.data: {op.nbytes} bytes, but a {op.mode} {op.use} operand of shape {op.shape} is "
+                          f"{size} (nvdla.md 12.2)")
 
 
 def pack_bias(bias, *, precision: Optional[str] = None, pipeline: Optional[str] = None, mode: str = "per_channel",
