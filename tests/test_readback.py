@@ -130,6 +130,26 @@ def test_a_manifest_entry_that_does_not_match_is_reported(packed, change, match)
     assert len(problems) == 1 and re.search(match, problems[0]), problems
 
 
+@pytest.mark.parametrize("change, match", [
+    (dict(components=2), r"'stem' SDP operand does not unpack: operand.components: 2, but bias operands"),
+    (dict(shape=[40]), r"'stem' SDP operand does not unpack: operand.data: 32 bytes, but a per_channel bias operand "
+                       r"of shape \(40,\) is 96"),
+    (dict(mode="per_layer"), r"'stem' SDP operand does not unpack: operand.shape: per_layer operands"),
+    (dict(use=None), r"'stem' SDP operand does not unpack: operand.use: None is not one of"),
+    (dict(shape=4), r"'stem' SDP operand: the manifest entry is malformed"),
+])
+def test_an_operand_entry_that_does_not_match_is_reported(packed, change, match):
+    """The stem's fp16 bias (4 channels in one 16-element atom of 2-byte values: 32 bytes)."""
+    out = packed["files"]
+    m = _manifest(out)
+    stem = next(e for e in m["layers"] if e["name"] == "stem")
+    assert stem["sdp"]["use"] == "bias" and stem["sdp"]["size"] == 32
+    stem["sdp"].update(change)
+    (out / "manifest.json").write_text(json.dumps(m))
+    problems = verify_packed(out)["problems"]
+    assert len(problems) == 1 and re.search(match, problems[0]), problems
+
+
 def test_not_a_pack_directory(tmp_path):
     with pytest.raises(FileNotFoundError):
         verify_packed(tmp_path)

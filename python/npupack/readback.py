@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from npupack.layout import is_int
-from npupack.nvdla import Config, WeightSurfaces, unpack_weights
+from npupack.nvdla import Config, SdpOperand, WeightSurfaces, unpack_sdp, unpack_weights
 
 __all__ = ["load_packed", "verify_packed"]
 
@@ -60,6 +60,21 @@ class _Reader:
         self.parts += 1
         self.bytes += size
         return data
+
+    def operand(self, sdp: dict, label: str) -> SdpOperand:
+        """The SdpOperand of a packed ``sdp`` entry (the job's operands live in memory: per
+        channel or per element; elements per atom are the config's for the precision)."""
+        data = self.read(sdp, label)
+        try:
+            return SdpOperand(data=data, registers=None, use=sdp["use"], mode=sdp["mode"], precision=sdp["precision"],
+                              components=sdp["components"], data_size=sdp["data_size"],
+                              elements_per_atom=self.config.atom_elements(sdp["precision"]),
+                              shape=tuple(sdp["shape"]), config=self.config, line_stride=sdp.get("line_stride"),
+                              surface_stride=sdp.get("surface_stride"))
+        except KeyError as e:
+            raise ValueError(f"{label}: the manifest entry has no {e}") from None
+        except TypeError as e:
+            raise ValueError(f"{label}: the manifest entry is malformed ({e})") from None
 
     def surfaces(self, entry: dict):
         """WeightSurfaces of a packed layer entry (a tuple of sets for deconvolution); errors
@@ -124,7 +139,8 @@ def verify_packed(out_dir) -> dict:
     manifest lists (weights, WMB/WGS, SDP operands; with ``--image`` also the whole image), and
     that every packed layer unpacks with its manifest's mapping (:func:`unpack_weights`: fields
     consistent with the logical shape, compressed surfaces decodable; Winograd as the
-    transformed ``(K, C_ext, 4, 4)`` tensor).
+    transformed ``(K, C_ext, 4, 4)`` tensor) and every SDP operand with its use, mode,
+    precision, components and shape (:func:`unpack_sdp`: a surface of the layout's size).
 
     Parameters
     ----------
@@ -165,9 +181,14 @@ def verify_packed(out_dir) -> dict:
                 if e.get("sdp", {}).get("status") == "packed"]
     for name, sdp in operands:
         try:
-            reader.read(sdp, f"{name!r} SDP operand")
+            operand = reader.operand(sdp, f"{name!r} SDP operand")
         except (ValueError, OSError) as e:
             problems.append(str(e))
+            continue
+        try:
+            unpack_sdp(operand)
+        except (ValueError, TypeError) as e:
+            problems.append(f"{name!r} SDP operand does not unpack: {e}")
     image = reader.manifest.get("image")
     if image is not None:
         try:
