@@ -8,10 +8,12 @@ import re
 import numpy as np
 import pytest
 
+from npupack.bulk import pack_many
 from npupack.cli import main
 from npupack.job import pack_model
 from npupack.nvdla import NV_FULL, unpack_weights
 from npupack.readback import load_packed, verify_packed
+from tests.test_bulk import tiny_model
 from tests.test_model import layer_surfaces, make_model
 
 
@@ -170,3 +172,37 @@ def test_the_real_model_verifies(ppocr_det_path, tmp_path):
     pack_model(ppocr_det_path, tmp_path, config=NV_FULL, precision="int8", progress=False)
     report = verify_packed(tmp_path)
     assert report["problems"] == [] and report["layers"] == 64
+
+
+def test_a_pack_many_directory_is_verified_model_by_model(tmp_path, capsys):
+    good = [tiny_model(tmp_path / f"m{i}.onnx", i) for i in range(2)]
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx model")
+    out = tmp_path / "zoo"
+    pack_many(good, out)
+    report = verify_packed(out)
+    assert report["problems"] == [] and (report["models"], report["layers"]) == (2, 4)
+    assert main(["verify", str(out)]) == 0 and "2 models, 4 packed layers" in capsys.readouterr().out
+    _flip(_first_file(out / "m1", "a.weight.bin"))
+    pack_many([*good, broken], out)  # m0 and m1 are skipped as up to date: their manifests did not change
+    problems = verify_packed(out)["problems"]
+    assert [p.split(":")[0] for p in problems] == ["m1", "broken"]
+    assert problems[0].startswith("m1: layer 'a' weight: ") and "sha256" in problems[0]
+    assert problems[1].startswith("broken: not packed (") and "ONNX" in problems[1]
+    assert main(["verify", str(out)]) == 1
+
+
+@pytest.mark.parametrize("summary, match", [
+    ("{", r"is not a pack-many summary"),
+    (json.dumps({"models": {}}), r"is not a pack-many summary"),
+    (json.dumps({"models": [{"model": "m", "dir": "../m", "status": "packed"}]}), r"directory '../m' is not a name"),
+    (json.dumps({"models": [{"model": "m", "dir": "gone", "status": "packed"}]}), r"^gone: .*manifest.json"),
+])
+def test_a_pack_many_summary_that_does_not_hold(tmp_path, summary, match):
+    (tmp_path / "summary.json").write_text(summary)
+    if "not a pack-many" in match:
+        with pytest.raises(ValueError, match=match):
+            verify_packed(tmp_path)
+    else:
+        (problem,) = verify_packed(tmp_path)["problems"]
+        assert re.search(match, problem), problem

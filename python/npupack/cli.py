@@ -53,7 +53,8 @@ def _cmd_verify(args) -> int:
     report = verify_packed(args.output)
     for problem in report["problems"]:
         print(f"npupack: {problem}", file=sys.stderr)
-    print(f"npupack: {args.output}: {report['layers']} packed layers, {report['parts']} surfaces, "
+    models = f"{report['models']} models, " if "models" in report else ""
+    print(f"npupack: {args.output}: {models}{report['layers']} packed layers, {report['parts']} surfaces, "
           f"{report['bytes']} bytes read; {len(report['problems'])} problems")
     return 1 if report["problems"] else 0
 
@@ -176,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ve = sub.add_parser("verify", help="check the sha256 of every surface of a pack output directory and that "
                         "every layer unpacks")
-    ve.add_argument("output", help="the directory written by pack (manifest.json and its files)")
+    ve.add_argument("output", help="the directory written by pack (manifest.json and its files) or pack-many "
+                    "(summary.json and one directory per model)")
     ve.set_defaults(func=_cmd_verify)
 
     fm = sub.add_parser("fetch-model", help="download a known real model into the cache and print its path")

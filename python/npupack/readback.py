@@ -20,6 +20,12 @@ from npupack.nvdla import Config, SdpOperand, WeightSurfaces, unpack_sdp, unpack
 __all__ = ["load_packed", "verify_packed"]
 
 
+def _plain_name(name) -> bool:
+    """A name of an entry of the directory itself: no path separator, not "." or ".." (a manifest
+    is data; it must not make the reader open files elsewhere)."""
+    return isinstance(name, str) and Path(name).name == name and name not in ("", ".", "..")
+
+
 class _Reader:
     """The manifest of ``out_dir`` and the checked bytes of the parts it lists."""
 
@@ -46,7 +52,7 @@ class _Reader:
         """The ``size`` bytes at ``offset`` of the part's file; ValueError when the file is not
         inside the directory, is too short, or its bytes do not have the manifest's sha256."""
         name, offset, size, sha = (part.get(k) for k in ("file", "offset", "size", "sha256"))
-        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+        if not _plain_name(name):
             raise ValueError(f"{what}: file {name!r} is not a file name inside the directory")
         if not (is_int(offset) and is_int(size) and 0 <= offset and 0 <= size and isinstance(sha, str)):
             raise ValueError(f"{what}: the manifest gives no valid offset, size and sha256 for {name}")
@@ -141,28 +147,35 @@ def verify_packed(out_dir) -> dict:
     consistent with the logical shape, compressed surfaces decodable; Winograd as the
     transformed ``(K, C_ext, 4, 4)`` tensor) and every SDP operand with its use, mode,
     precision, components and shape (:func:`unpack_sdp`: a surface of the layout's size).
+    A :func:`npupack.bulk.pack_many` output directory (``summary.json`` and one directory per
+    model) is checked model by model.
 
     Parameters
     ----------
     out_dir : path
-        The directory (``manifest.json`` and the files it names).
+        The directory (``manifest.json`` and the files it names), or a pack-many directory.
 
     Returns
     -------
     dict
         ``{"layers": packed layers checked, "parts": surfaces read, "bytes": bytes read,
         "problems": ["<layer>: <what is wrong>", ...]}``; no problems means every byte is as
-        written and every layer decodes.
+        written and every layer decodes. A pack-many directory adds ``"models"`` (models
+        checked); its problems start with the model's directory name, and a model the summary
+        lists as failed is a problem too.
 
     Raises
     ------
     FileNotFoundError
-        ``manifest.json`` is missing.
+        Neither ``manifest.json`` nor ``summary.json`` is there.
     ValueError
-        The manifest is not JSON or not an NVDLA pack manifest. Problems of single surfaces
-        (missing or changed files) are listed in ``problems``, not raised.
+        The manifest or summary is not JSON or not one npupack writes. Problems of single
+        surfaces or models (missing or changed files) are listed in ``problems``, not raised.
     """
-    reader = _Reader(out_dir)
+    out = Path(out_dir)
+    if not (out / "manifest.json").exists() and (out / "summary.json").is_file():
+        return _verify_many(out)
+    reader = _Reader(out)
     problems, layers = [], 0
     for entry in reader.manifest["layers"]:
         if entry.get("status") != "packed":
@@ -196,3 +209,33 @@ def verify_packed(out_dir) -> dict:
         except (ValueError, OSError) as e:
             problems.append(str(e))
     return {"layers": layers, "parts": reader.parts, "bytes": reader.bytes, "problems": problems}
+
+
+def _verify_many(out: Path) -> dict:
+    """verify_packed of every model directory a pack-many ``summary.json`` lists."""
+    try:
+        rows = json.loads((out / "summary.json").read_text())["models"]
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise TypeError("models is not a list of rows")
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"out_dir: {out / 'summary.json'} is not a pack-many summary ({e})") from None
+    report = {"models": 0, "layers": 0, "parts": 0, "bytes": 0, "problems": []}
+    for row in rows:
+        name = row.get("dir")
+        if not _plain_name(name):
+            report["problems"].append(f"summary row {row.get('model')!r}: directory {name!r} is not a name inside "
+                                      "the directory")
+            continue
+        if row.get("status") not in ("packed", "skipped"):
+            report["problems"].append(f"{name}: not packed ({row.get('reason', row.get('status'))})")
+            continue
+        report["models"] += 1
+        try:
+            one = verify_packed(out / name)
+        except (ValueError, OSError) as e:
+            report["problems"].append(f"{name}: {e}")
+            continue
+        for key in ("layers", "parts", "bytes"):
+            report[key] += one[key]
+        report["problems"] += [f"{name}: {p}" for p in one["problems"]]
+    return report
