@@ -64,14 +64,20 @@ def _options(options: dict) -> dict:
 
 
 def _finished(model_dir: Path, digest: str, opts: dict) -> bool:
+    """True when ``model_dir`` holds this model packed with these options, every surface intact
+    (:func:`npupack.readback.verify_packed`): a damaged or deleted output file is repacked, not
+    skipped."""
+    from npupack.readback import verify_packed
+
     manifest = model_dir / "manifest.json"
     if not manifest.is_file():
         return False
     try:
         m = json.loads(manifest.read_text())
-    except (OSError, ValueError):
+        return m.get("model", {}).get("sha256") == digest and m.get("pack_many_options") == opts and \
+            not verify_packed(model_dir)["problems"]
+    except (OSError, ValueError, TypeError, AttributeError):  # a manifest that is not one of ours
         return False
-    return m.get("model", {}).get("sha256") == digest and m.get("pack_many_options") == opts
 
 
 def pack_one(spec: str, out_dir, model_id: Optional[str] = None, **options) -> dict:
@@ -97,7 +103,7 @@ def pack_one(spec: str, out_dir, model_id: Optional[str] = None, **options) -> d
         digest = sha256_file(path)
         row["sha256"] = digest
         if _finished(final, digest, opts):
-            row.update(status="skipped", reason="up to date (same file and options)")
+            row.update(status="skipped", reason="up to date (same file and options, output verified)")
             return row
         if tmp.exists():
             shutil.rmtree(tmp)
