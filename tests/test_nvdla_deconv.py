@@ -128,6 +128,12 @@ def test_out_and_input_unchanged():
     (lambda: pack_weights(np.ones((2, 2, 3, 3), np.int8), kind="deconv", groups=2), UnsupportedError, "groups"),
     (lambda: pack_weights(np.ones((2, 2, 3, 3), np.int8), kind="deconv", stride=(0, 2)), LayoutError, "stride"),
     (lambda: pack_weights(np.ones((2, 2, 3, 3), np.int8), kind="deconv", stride=2), TypeError, "stride"),
+    (lambda: pack_weights(np.ones((2, 2, 3, 3), np.int8), kind="deconv", stride=(1, 33)), UnsupportedError,
+     r"stride: \(1, 33\); .* at most 32 .*D_DECONV_STRIDE"),
+    (lambda: pack_weights(np.ones((2, 2, 3, 3), np.int8), kind="deconv", stride=(2**70, 1)), UnsupportedError,
+     r"stride: \(1180591620717411303424, 1\)"),
+    (lambda: weights_nbytes((2, 2, 3, 3), precision="int8", kind="deconv", stride=(33, 1)), UnsupportedError,
+     r"stride: \(33, 1\); .* at most 32"),
     (lambda: pack_weights(np.ones((2, 2, 3, 3), np.int8), kind="deconv", scale=2.0), ValueError, "scale"),
     (lambda: pack_weights(np.ones((2, 2, 3, 3), np.int8), kind="deconv", post_extension=2), UnsupportedError,
      "post_extension"),
@@ -140,6 +146,16 @@ def test_out_and_input_unchanged():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_the_largest_stride_rubik_takes():
+    """32 per axis (a 5-bit stride - 1 field): a 1x1 kernel at stride (32, 2) is 64 sets, the
+    first holding the taps, the rest zero."""
+    w = np.arange(1, 7, dtype=np.int8).reshape(2, 3, 1, 1)
+    sets = pack_weights(w, kind="deconv", stride=(32, 2))
+    assert len(sets) == 64 and sets[-1].phase == (31, 1)
+    assert not any(ws.weight.any() for ws in sets[1:])
+    assert np.array_equal(unpack_weights(sets), w)
 
 
 def test_unpack_needs_every_set_in_order():

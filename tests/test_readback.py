@@ -162,9 +162,46 @@ def test_not_a_pack_directory(tmp_path):
     with pytest.raises(ValueError, match="not a manifest written by npupack pack"):
         verify_packed(tmp_path)
     (tmp_path / "manifest.json").write_text(json.dumps({"format": "nvdla", "config": {"name": "x"}, "layers": []}))
-    with pytest.raises(ValueError, match="has no valid config and layers"):
+    with pytest.raises(ValueError, match="is not a valid pack manifest"):
         verify_packed(tmp_path)
     assert main(["verify", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda m: m["layers"].append([1, 2]), r"layers is not a list of entries with a name"),
+    (lambda m: m["layers"].append(7), r"layers is not a list of entries with a name"),
+    (lambda m: m["layers"][0].pop("name"), r"layers is not a list of entries with a name"),
+    (lambda m: m["layers"][0].update(name=["stem"]), r"layers is not a list of entries with a name"),
+    (lambda m: m.update(batchnorms="bn"), r"batchnorms is not a list of entries with a name"),
+    (lambda m: m.update(image=[0]), r"image is not an object"),
+])
+def test_a_manifest_of_the_wrong_structure_is_refused(packed, change, match):
+    """Before, these escaped as AttributeError, KeyError or TypeError from the reader's loops."""
+    out = packed["files"]
+    m = _manifest(out)
+    change(m)
+    (out / "manifest.json").write_text(json.dumps(m))
+    for read in (verify_packed, load_packed):
+        with pytest.raises(ValueError, match="is not a valid pack manifest .*" + match):
+            read(out)
+
+
+@pytest.mark.parametrize("where, change, match", [
+    ("weight", dict(offset=2**70), r"layer 'stem' weight: \S+ holds 0 of the \d+ bytes at offset 11805916207\d+"),
+    ("weight", dict(size=2**64), r"layer 'stem' weight: \S+ holds \d+ of the 18446744073709551616 bytes at offset 0"),
+    ("sdp", dict(offset=2**63), r"'stem' SDP operand: \S+ holds 0 of the 32 bytes"),
+    ("entry", dict(sdp="bias"), r"'stem' SDP operand: the manifest entry is not an object"),
+])
+def test_a_part_past_its_file_or_not_an_object_is_reported(packed, where, change, match):
+    """An offset or size beyond a C long raised OverflowError from np.fromfile; a sdp entry that
+    is not an object raised AttributeError."""
+    out = packed["files"]
+    m = _manifest(out)
+    stem = next(e for e in m["layers"] if e["name"] == "stem")
+    {"weight": stem, "sdp": stem["sdp"], "entry": stem}[where].update(change)
+    (out / "manifest.json").write_text(json.dumps(m))
+    problems = verify_packed(out)["problems"]
+    assert len(problems) == 1 and re.search(match, problems[0]), problems
 
 
 def test_the_real_model_verifies(ppocr_det_path, tmp_path):

@@ -41,10 +41,15 @@ class _Reader:
         try:
             cfg = self.manifest["config"]
             self.config = Config(**{**cfg, "precisions": tuple(cfg["precisions"])})
-            if not isinstance(self.manifest["layers"], list):
-                raise TypeError("layers is not a list")
+            for key in ("layers", "batchnorms"):
+                rows = self.manifest[key] if key == "layers" else self.manifest.get(key, [])
+                if not (isinstance(rows, list) and all(isinstance(r, dict) and isinstance(r.get("name"), str)
+                                                       for r in rows)):
+                    raise TypeError(f"{key} is not a list of entries with a name")
+            if not isinstance(self.manifest.get("image", {}), dict):
+                raise TypeError("image is not an object")
         except (KeyError, TypeError) as e:
-            raise ValueError(f"out_dir: {path} has no valid config and layers ({type(e).__name__}: {e})") from None
+            raise ValueError(f"out_dir: {path} is not a valid pack manifest ({type(e).__name__}: {e})") from None
         self.parts = 0
         self.bytes = 0
 
@@ -56,9 +61,10 @@ class _Reader:
             raise ValueError(f"{what}: file {name!r} is not a file name inside the directory")
         if not (is_int(offset) and is_int(size) and 0 <= offset and 0 <= size and isinstance(sha, str)):
             raise ValueError(f"{what}: the manifest gives no valid offset, size and sha256 for {name}")
+        have = (self.out / name).stat().st_size
+        if offset + size > have:  # also keeps offsets past a C long away from np.fromfile
+            raise ValueError(f"{what}: {name} holds {max(have - offset, 0)} of the {size} bytes at offset {offset}")
         data = np.fromfile(self.out / name, dtype=np.uint8, count=size, offset=offset)
-        if data.size != size:
-            raise ValueError(f"{what}: {name} holds {data.size} of the {size} bytes at offset {offset}")
         digest = hashlib.sha256(memoryview(data)).hexdigest()
         if digest != sha:
             raise ValueError(f"{what}: the {size} bytes at offset {offset} of {name} have sha256 {digest}, the "
@@ -70,6 +76,8 @@ class _Reader:
     def operand(self, sdp: dict, label: str) -> SdpOperand:
         """The SdpOperand of a packed ``sdp`` entry (the job's operands live in memory: per
         channel or per element; elements per atom are the config's for the precision)."""
+        if not isinstance(sdp, dict):
+            raise ValueError(f"{label}: the manifest entry is not an object")
         data = self.read(sdp, label)
         try:
             return SdpOperand(data=data, registers=None, use=sdp["use"], mode=sdp["mode"], precision=sdp["precision"],
@@ -191,7 +199,7 @@ def verify_packed(out_dir) -> dict:
         except (ValueError, TypeError) as e:
             problems.append(f"layer {entry['name']!r} does not unpack: {e}")
     operands = [(e["name"], e["sdp"]) for e in reader.manifest["layers"] + reader.manifest.get("batchnorms", [])
-                if e.get("sdp", {}).get("status") == "packed"]
+                if not isinstance(e.get("sdp", {}), dict) or e.get("sdp", {}).get("status") == "packed"]
     for name, sdp in operands:
         try:
             operand = reader.operand(sdp, f"{name!r} SDP operand")
@@ -205,7 +213,7 @@ def verify_packed(out_dir) -> dict:
     image = reader.manifest.get("image")
     if image is not None:
         try:
-            reader.read({**image, "offset": 0, "size": image["nbytes"]}, "image")
+            reader.read({**image, "offset": 0, "size": image.get("nbytes")}, "image")
         except (ValueError, OSError) as e:
             problems.append(str(e))
     return {"layers": layers, "parts": reader.parts, "bytes": reader.bytes, "problems": problems}

@@ -17,7 +17,22 @@ from npupack.nvdla.convert import _check_rounding, convert_elements, infer_preci
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_no_pixel_format,
                                     check_single_group, check_stride, check_unit_scale, kcrs, write_surfaces)
 
-__all__ = ["deconv_sets", "merge_deconv_sets"]
+__all__ = ["deconv_sets", "merge_deconv_sets", "check_deconv_stride", "MAX_DECONV_STRIDE"]
+
+# Rubik's contract mode interleaves the sets' outputs; its D_DECONV_STRIDE register holds
+# stride - 1 in a 5-bit field per axis (DECONV_X_STRIDE, DECONV_Y_STRIDE), so 32 is the largest
+# stride the hardware can assemble. nvdla.md 10 gives no bound; this is the register's.
+MAX_DECONV_STRIDE = 32
+
+
+def check_deconv_stride(stride) -> tuple[int, int]:
+    """``(sy, sx)``: two ints in 1..MAX_DECONV_STRIDE (TypeError / LayoutError as
+    :func:`check_stride`; UnsupportedError above the largest stride Rubik takes)."""
+    sy, sx = check_stride(stride)
+    if max(sy, sx) > MAX_DECONV_STRIDE:
+        raise UnsupportedError(f"stride: {(sy, sx)}; NVDLA assembles a deconvolution of stride at most "
+                               f"{MAX_DECONV_STRIDE} per axis (Rubik D_DECONV_STRIDE: 5-bit fields)")
+    return sy, sx
 
 
 def deconv_sets(w: np.ndarray, stride) -> list[tuple[tuple[int, int], np.ndarray]]:
@@ -67,7 +82,7 @@ def pack_deconv(w, *, precision, config: Config, groups, stride, pixel_format, p
         raise UnsupportedError(f"post_extension: {post_extension!r}; deconvolution weights take 'auto' or 1")
     check_unit_scale(scale, "deconv")
     compress = check_compress(compress, config)
-    sy, sx = check_stride(stride)
+    sy, sx = check_deconv_stride(stride)
     arr = np.asarray(w)
     c_in, k_out, r, s = kcrs(arr.shape, "w")
     precision = infer_precision(arr.dtype, precision, config, "w")

@@ -24,7 +24,7 @@ from npupack.layout import as_byte_buffer, check_bool, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import (_TARGET_DTYPE, _check_rounding, _pack_if_finite_fp16, convert_elements,
                                    infer_precision)
-from npupack.nvdla.deconv import pack_deconv, unpack_deconv
+from npupack.nvdla.deconv import check_deconv_stride, pack_deconv, unpack_deconv
 from npupack.nvdla.image_weights import pack_image, post_extension_factor, unpack_image
 from npupack.nvdla.sparse import decompress_weights
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_no_pixel_format,
@@ -87,7 +87,7 @@ def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: i
     else:
         check_single_group(groups, kind)
         check_no_pixel_format(pixel_format)
-        sy, sx = check_stride(stride)
+        sy, sx = check_deconv_stride(stride)
         packed = (c, k, -(-r // sy), -(-s // sx))
     meaningful = int(np.prod(packed, dtype=object)) * es
     if meaningful >= 2**63:
@@ -195,7 +195,9 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         read-only or sharing memory with ``w``; a size that overflows.
     UnsupportedError
         A precision the config lacks; Winograd or compression on a config without them; a
-        Winograd kernel that does not become 3x3; an option the kind does not take.
+        Winograd kernel that does not become 3x3; a deconvolution stride above 32 on an axis
+        (Rubik's 5-bit ``D_DECONV_STRIDE`` fields; the spec gives no bound); an option the
+        kind does not take.
     ValueError
         NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``,
         ``scale``, ``compress`` or ``kind``.
