@@ -217,7 +217,7 @@ def test_pixel_line_kernels_every_path(path):
     with pytest.raises(LayoutError, match="too small"):
         _core.pack_pixel_lines(np.zeros((2, 8, 4), np.uint8), [0, 1, 2, 3], np.zeros(63, np.uint8), 32, 0)
     with pytest.raises(LayoutError, match="unknown kernel path"):
-        _core.pack_pixel_lines(np.zeros((1, 1, 1), np.uint8), [0], np.zeros(32, np.uint8), 32, 0, "avx512")
+        _core.pack_pixel_lines(np.zeros((1, 1, 1), np.uint8), [0], np.zeros(32, np.uint8), 32, 0, "avx1024")
 
 
 @pytest.mark.parametrize("name", ["T_A2B10G10R10", "T_R10G10B10A2"])

@@ -360,7 +360,7 @@ def test_prune_axis_ties_and_errors():
         prune(np.ones((1, 1, 1, 1), complex), 0.5)
 
 
-@pytest.mark.parametrize("path", ["avx2", "ssse3", "scalar"])
+@pytest.mark.parametrize("path", ["avx512", "avx2", "ssse3", "scalar"])
 @pytest.mark.parametrize("es", [1, 2])
 def test_every_compaction_kernel_agrees_with_the_reference(path, es):
     """Each kernel (the CPU picks one; the others are forced here) on lengths around its step

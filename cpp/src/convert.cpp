@@ -86,7 +86,7 @@ bool any_avx2(const uint16_t* bits, int64_t n, const Fp16Test& t) {
 int64_t first_match(const uint16_t* bits, int64_t n, const Fp16Test& t, KernelPath path) {
   constexpr int64_t kChunk = 2048;
 #if defined(NPUPACK_SSE2_SCAN)
-  const bool avx2 = cpu().avx2 && (path == KernelPath::kAuto || path == KernelPath::kAvx2);
+  const bool avx2 = cpu().avx2 && allows(path, KernelPath::kAvx2);
   const int64_t block = path == KernelPath::kScalar ? kChunk + 1 : avx2 ? 64 : 32;  // scalar: no bulk part
 #else
   (void)path;

@@ -86,8 +86,8 @@ RowFn shuffle_row(KernelPath path, int pixel) {
   // The vector kernels move whole pixels per 16 bytes (pixels of 1, 2, 4 or 8 bytes).
   if (16 % pixel != 0) return shuffle_row_scalar;
 #if defined(__x86_64__) || defined(__i386__)
-  if ((path == KernelPath::kAuto || path == KernelPath::kAvx2) && cpu().avx2) return shuffle_row_avx2;
-  if (path != KernelPath::kScalar && cpu().ssse3) return shuffle_row_ssse3;
+  if (allows(path, KernelPath::kAvx2) && cpu().avx2) return shuffle_row_avx2;
+  if (allows(path, KernelPath::kSsse3) && cpu().ssse3) return shuffle_row_ssse3;
 #else
   (void)path;
 #endif

@@ -182,7 +182,7 @@ def _compress(raw: np.ndarray, es: int, group: int, out=None, counts=None) -> di
     non-zero; untouched pages cost nothing) and ``weight`` is its first ``data_bytes``; with
     ``out`` the non-zeros are counted first (or ``counts``, already known, are used) so that
     ``out`` is checked before anything is written, and the C++ pass gets only the DATA surface's
-    bytes of it: its SIMD stores run up to 16 bytes past the data they keep (overwritten next
+    bytes of it: its SIMD stores run up to 64 bytes past the data they keep (overwritten next
     or by the padding), which must not land in the caller's bytes after the surface."""
     n = raw.size // es
     if out is None:
