@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from benchmarks.shapes import resnet50_conv_shapes
-from npupack.nvdla import NV_FULL, compress_weights, pack_weights
+from npupack.nvdla import NV_FULL, compress_weights, decompress_weights, pack_weights
 from tests.reference import nvdla as ref
 
 IMPLS = ("npupack", "numpy", "memcpy")
@@ -55,3 +55,20 @@ def bench_compress(measure, impl, precision, zeros, shape):
           "numpy": lambda: ref.compress_numpy(stream, ES[precision], group),
           "memcpy": _copy(stream.size)}[impl]
     measure(f"compress {precision} {shape} {int(zeros * 100)}% zeros", impl, stream.size, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("zeros", [0.0, 0.5, 0.9], ids=lambda z: f"{int(z * 100)}%")
+@pytest.mark.parametrize("precision", ["int8", "fp16"])
+@pytest.mark.parametrize("shape", [(512, 512, 3, 3)], ids=str)
+def bench_decompress(measure, impl, precision, zeros, shape):
+    """Decompression back to the DC stream (unpacking compressed weights, npupack verify); bytes =
+    the uncompressed stream."""
+    ws = pack_weights(_weights(shape, precision, zeros))
+    stream = ws.weight[:ws.meaningful_bytes]
+    data, wmb, _ = compress_weights(stream, precision=precision, kernel_group_elements=ws.kernel_group_elements)
+    n = stream.size // ES[precision]
+    fn = {"npupack": lambda: decompress_weights(data, wmb, precision=precision, n_elements=n),
+          "numpy": lambda: ref.decompress_numpy(data, wmb, ES[precision], n),
+          "memcpy": _copy(stream.size)}[impl]
+    measure(f"decompress {precision} {shape} {int(zeros * 100)}% zeros", impl, stream.size, fn)

@@ -360,6 +360,19 @@ def test_prune_axis_ties_and_errors():
         prune(np.ones((1, 1, 1, 1), complex), 0.5)
 
 
+def _kernel_streams(es, seed):
+    """(n, zero fraction, elements, stream bytes) on lengths around every kernel's step (64, 32
+    and 16 bytes; 2..5 steps), dense, sparse and mixed, each starting with a dense run."""
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 191, 192, 193, 200, 256, 320, 1000,
+              4099):
+        for frac in (0.0, 0.3, 0.9, 1.0):
+            v = rng.integers(1, 2**(8 * es), size=n)
+            v[rng.random(n) < frac] = 0
+            v[: n // 3] = np.where(rng.random(n // 3) < 0.5, v[: n // 3], 1)
+            yield n, frac, v, v.astype(np.uint8 if es == 1 else np.uint16).view(np.uint8)
+
+
 @pytest.mark.parametrize("path", ["avx512", "avx2", "ssse3", "scalar"])
 @pytest.mark.parametrize("es", [1, 2])
 def test_every_compaction_kernel_agrees_with_the_reference(path, es):
@@ -370,31 +383,44 @@ def test_every_compaction_kernel_agrees_with_the_reference(path, es):
     the rest to the scalar loop) to one byte short."""
     from npupack import _core
 
-    rng = np.random.default_rng(es)
-    for n in (0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 191, 192, 193, 200, 256, 320, 1000,
-                  4099):
-        for frac in (0.0, 0.3, 0.9, 1.0):
-            v = rng.integers(1, 2**(8 * es), size=n)
-            v[rng.random(n) < frac] = 0
-            v[: n // 3] = np.where(rng.random(n // 3) < 0.5, v[: n // 3], 1)  # a dense run first
-            stream = v.astype(np.uint8 if es == 1 else np.uint16).view(np.uint8)
-            data_ref, wmb_ref, _ = ref.compress_numpy(stream, es, max(n, 1))
-            need = int(np.count_nonzero(v)) * es
+    for n, frac, v, stream in _kernel_streams(es, seed=es):
+        data_ref, wmb_ref, _ = ref.compress_numpy(stream, es, max(n, 1))
+        need = int(np.count_nonzero(v)) * es
+        wmb = np.full(-(-n // 8) + 3, 0xAA, np.uint8)
+        data = np.full(need, 0xAA, np.uint8)
+        assert _core.sparse_compress(stream, n, es, wmb, data, path) == need
+        assert np.array_equal(data, data_ref[:need]) and np.array_equal(wmb[:-(-n // 8)], wmb_ref[:-(-n // 8)])
+        if need:
+            with pytest.raises(LayoutError, match="too small"):
+                _core.sparse_compress(stream, n, es, wmb, np.zeros(need - 1, np.uint8), path)
+        # Per kernel group: one call per group (whole WMB bytes) or a WMB popcount after.
+        for group in (8, 24, 64, 136, 7, 33, 1000):
             wmb = np.full(-(-n // 8) + 3, 0xAA, np.uint8)
             data = np.full(need, 0xAA, np.uint8)
-            assert _core.sparse_compress(stream, n, es, wmb, data, path) == need
+            written, counts = _core.sparse_compress_groups(stream, n, es, group, wmb, data, path)
+            ref_counts = [np.count_nonzero(v[g:g + group]) for g in range(0, n, group)]
+            assert written == need and counts.tolist() == ref_counts, (n, frac, group)
             assert np.array_equal(data, data_ref[:need]) and np.array_equal(wmb[:-(-n // 8)], wmb_ref[:-(-n // 8)])
-            if need:
-                with pytest.raises(LayoutError, match="too small"):
-                    _core.sparse_compress(stream, n, es, wmb, np.zeros(need - 1, np.uint8), path)
-            # Per kernel group: one call per group (whole WMB bytes) or a WMB popcount after.
-            for group in (8, 24, 64, 136, 7, 33, 1000):
-                wmb = np.full(-(-n // 8) + 3, 0xAA, np.uint8)
-                data = np.full(need, 0xAA, np.uint8)
-                written, counts = _core.sparse_compress_groups(stream, n, es, group, wmb, data, path)
-                ref_counts = [np.count_nonzero(v[g:g + group]) for g in range(0, n, group)]
-                assert written == need and counts.tolist() == ref_counts, (n, frac, group)
-                assert np.array_equal(data, data_ref[:need]) and np.array_equal(wmb[:-(-n // 8)], wmb_ref[:-(-n // 8)])
+
+
+@pytest.mark.parametrize("path", ["avx512", "ssse3", "scalar"])
+@pytest.mark.parametrize("es", [1, 2])
+def test_every_expansion_kernel_agrees_with_the_reference(path, es):
+    """Each decompression kernel (forced; a CPU without it runs the next) on lengths around its
+    steps (AVX-512: 64 bytes of output, SSSE3: 16), dense, sparse and mixed runs, from a DATA
+    buffer holding exactly the kept bytes (the SIMD steps read 64 or 16 bytes of it and stop
+    before its end) into a dirty output: every zero is written, every element in order."""
+    from npupack import _core
+
+    for n, frac, v, stream in _kernel_streams(es, seed=10 + es):
+        data_ref, wmb_ref, _ = ref.compress_numpy(stream, es, max(n, 1))
+        need = int(np.count_nonzero(v)) * es
+        out = np.full(n * es, 0xAA, np.uint8)
+        _core.sparse_decompress(data_ref[:need].copy(), wmb_ref, n, es, out, path)
+        assert np.array_equal(out, stream), (n, frac)
+        if need:
+            with pytest.raises(LayoutError, match="DATA holds"):
+                _core.sparse_decompress(data_ref[:need - 1].copy(), wmb_ref, n, es, out, path)
 
 
 @pytest.mark.parametrize("es", [1, 2])

@@ -148,7 +148,7 @@ void bind_weights(py::module_& m) {
       },
       py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("wmb"), py::arg("data"), py::arg("path") = "auto",
       "WMB bits and compacted DATA (nvdla.md 11.1); returns the DATA bytes written. `path` forces a kernel "
-      "(auto, avx2, ssse3, scalar) for tests");
+      "(auto, avx512, avx2, ssse3, scalar) for tests");
   m.def(
       "sparse_compress_groups",
       [](const py::array& stream, int64_t n, int es, int64_t group_elems, py::array wmb, py::array data,
@@ -199,7 +199,8 @@ void bind_weights(py::module_& m) {
       "Set WMB bits per kernel group");
   m.def(
       "sparse_decompress",
-      [](const py::array& data, const py::array& wmb, int64_t n, int es, py::array out) {
+      [](const py::array& data, const py::array& wmb, int64_t n, int es, py::array out, const std::string& path) {
+        const auto kernel = npupack::kernel_path(path, "sparse_decompress");
         es = element_bytes(es);
         if (n < 0 || wmb.nbytes() * 8 < n) throw LayoutError("decompress: the WMB holds fewer than n bits");
         if (out.nbytes() < n * es) throw LayoutError("decompress: out too small");
@@ -208,7 +209,9 @@ void bind_weights(py::module_& m) {
         uint8_t* o = writable(out, "out");
         const int64_t size = data.nbytes();
         py::gil_scoped_release release;
-        npupack::sparse_decompress(d, size, w, n, es, o);
+        npupack::sparse_decompress(d, size, w, n, es, o, kernel);
       },
-      "Expand WMB + DATA into n elements (nvdla.md 11.1)");
+      py::arg("data"), py::arg("wmb"), py::arg("n"), py::arg("es"), py::arg("out"), py::arg("path") = "auto",
+      "Expand WMB + DATA into n elements (nvdla.md 11.1). `path` forces a kernel (auto, avx512, ssse3, scalar) "
+      "for tests");
 }

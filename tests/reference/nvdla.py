@@ -415,6 +415,16 @@ def compress_numpy(stream: np.ndarray, es: int, group_elems: int):
     return pad(data), pad(wmb), pad(wgs)
 
 
+def decompress_numpy(data: np.ndarray, wmb: np.ndarray, es: int, n: int) -> np.ndarray:
+    """The inverse with NumPy (unpackbits, boolean scatter): n elements as bytes, the benchmark
+    baseline of decompression."""
+    dtype = np.uint8 if es == 1 else np.uint16
+    mask = np.unpackbits(wmb, bitorder="little")[:n].astype(bool)
+    out = np.zeros(n, dtype)
+    out[mask] = data[:int(mask.sum()) * es].view(dtype)
+    return out.view(np.uint8)
+
+
 def pack_winograd_vectorised(w: np.ndarray, precision: str, *, atom: int, kpg: int, tail: int = 128):
     """nvdla.md 9 for stride 1 with NumPy only (the benchmark baseline): channel padding by
     np.pad, the transform as one broadcast matmul, rounding by astype / rint + clip (fp16 without

@@ -41,7 +41,9 @@ int64_t sparse_popcount(const uint8_t* wmb, int64_t n);
 
 // Expands n elements from WMB + DATA into out (n * es bytes). Throws LayoutError if DATA holds
 // fewer than popcount * es bytes; nothing is read past data + data_size.
-void sparse_decompress(const uint8_t* data, int64_t data_size, const uint8_t* wmb, int64_t n, int es, uint8_t* out);
+// `path` picks the kernel.
+void sparse_decompress(const uint8_t* data, int64_t data_size, const uint8_t* wmb, int64_t n, int es, uint8_t* out,
+                       KernelPath path = KernelPath::kAuto);
 
 // Set bits of each kernel group's range of the mask (the WGS entries divided by es).
 void sparse_group_popcount(const uint8_t* wmb, int64_t n, int64_t group_elems, int64_t* counts);
