@@ -272,6 +272,12 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi2"), always_inline)) inline ui
   return es == 1 ? _cvtmask64_u64(_mm512_test_epi8_mask(v, v)) : _cvtmask32_u32(_mm512_test_epi16_mask(v, v));
 }
 
+// A dense step's 64 bytes as two 32-byte stores (compression and decompression).
+__attribute__((target("avx512f"), always_inline)) inline void store_halves(uint8_t* d, __m512i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm512_castsi512_si256(v));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 32), _mm512_extracti64x4_epi64(v, 1));
+}
+
 // The step at p reads its 64 bytes again after keep_bits512 (from L1) and stores a dense step as
 // two 32-byte halves. Measured on Zen 5 against one load feeding both the test and the store,
 // and one 64-byte store: that loop was up to 1.5x faster on sparse int8 but ran dense weights
@@ -284,8 +290,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"), always_inline)) in
   const __m512i v = _mm512_loadu_si512(p);
   std::memcpy(wmb_at, &keep, 8 / es);
   if (keep == kDenseStep<es>) {  // dense weights skip the compress (a predictable branch either way)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), _mm512_castsi512_si256(v));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 32), _mm512_extracti64x4_epi64(v, 1));
+    store_halves(d, v);
     return 64;
   }
   const __m512i kept = es == 1 ? _mm512_maskz_compress_epi8(_cvtu64_mask64(keep), v)
@@ -350,8 +355,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"))) void decompress_a
     std::memcpy(&keep, wmb + (i >> 3), 8 / es);
     const __m512i v = _mm512_loadu_si512(data + pos);
     if (keep == kDenseStep<es>) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i * es), _mm512_castsi512_si256(v));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i * es + 32), _mm512_extracti64x4_epi64(v, 1));
+      store_halves(out + i * es, v);
     } else {
       _mm512_storeu_si512(out + i * es, es == 1 ? _mm512_maskz_expand_epi8(_cvtu64_mask64(keep), v)
                                                 : _mm512_maskz_expand_epi16(_cvtu32_mask32(static_cast<uint32_t>(keep)), v));

@@ -41,8 +41,7 @@ class _Reader:
         try:
             cfg = self.manifest["config"]
             self.config = Config(**{**cfg, "precisions": tuple(cfg["precisions"])})
-            for key in ("layers", "batchnorms"):
-                rows = self.manifest[key] if key == "layers" else self.manifest.get(key, [])
+            for key, rows in (("layers", self.manifest["layers"]), ("batchnorms", self.manifest.get("batchnorms", []))):
                 if not (isinstance(rows, list) and all(isinstance(r, dict) and isinstance(r.get("name"), str)
                                                        for r in rows)):
                     raise TypeError(f"{key} is not a list of entries with a name")
