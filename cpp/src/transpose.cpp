@@ -245,51 +245,62 @@ void interleave(SR row, StridedOut col, int64_t cols, const narrow::Batch& b) {
 // Rows of 9..16 columns read whole (transpose_narrow.hpp). NC is a template argument so the
 // network's unused outputs are pruned; the variants are instantiated per column count. `batch`
 // repeats the transpose over equally spaced matrices inside the kernel (one dispatch for all).
+// `avx512`: the 3x3 rotation kernel may take its AVX-512 variant (64 rows of bytes or 32 of
+// halves per block) where the matrices have that many rows.
 enum class NarrowKernel { U8Sse2, U8Avx2, U8Avx2Pairs, U16Avx2 };
 
 template <NarrowKernel K, int NC, class DC>
-void run_narrow(const narrow::RowReader& in, DC col, const narrow::Batch& b) {
+void run_narrow(const narrow::RowReader& in, DC col, const narrow::Batch& b, bool avx512) {
   if constexpr (K == NarrowKernel::U8Sse2) narrow::sse2::run_u8<NC>(in, col, b);
   else if constexpr (K == NarrowKernel::U8Avx2 && NC == 9) {
-    if (in.stride == 9) narrow::avx2::run_taps9<1>(in, col, b);
+    if (in.stride == 9 && avx512 && in.rows >= 64) narrow::avx512::run_taps9<1>(in, col, b);
+    else if (in.stride == 9) narrow::avx2::run_taps9<1>(in, col, b);
     else narrow::avx2::run_u8<9>(in, col, b);
   } else if constexpr (K == NarrowKernel::U8Avx2) narrow::avx2::run_u8<NC>(in, col, b);
   else if constexpr (K == NarrowKernel::U8Avx2Pairs) narrow::avx2::run_u8_pairs<NC>(in, col, b);
   else if constexpr (NC == 9) {
-    if (in.stride == 18 && in.rows >= 16) narrow::avx2::run_taps9<2>(in, col, b);
+    if (in.stride == 18 && avx512 && in.rows >= 32) narrow::avx512::run_taps9<2>(in, col, b);
+    else if (in.stride == 18 && in.rows >= 16) narrow::avx2::run_taps9<2>(in, col, b);
     else narrow::avx2::run_u16<9>(in, col, b);
   } else narrow::avx2::run_u16<NC>(in, col, b);
 }
 
 template <NarrowKernel K, class DC>
 bool narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, int64_t min_rows,
-            const narrow::Batch& batch) {
+            const narrow::Batch& batch, bool avx512) {
   if (cols < 9 || cols > 16 || rows < min_rows || row.stride < cols * eb) return false;
   const narrow::RowReader in{row.base, row.stride, rows, cols * eb};
   switch (cols) {
-    case 9: run_narrow<K, 9>(in, col, batch); break;
-    case 10: run_narrow<K, 10>(in, col, batch); break;
-    case 11: run_narrow<K, 11>(in, col, batch); break;
-    case 12: run_narrow<K, 12>(in, col, batch); break;
-    case 13: run_narrow<K, 13>(in, col, batch); break;
-    case 14: run_narrow<K, 14>(in, col, batch); break;
-    case 15: run_narrow<K, 15>(in, col, batch); break;
-    default: run_narrow<K, 16>(in, col, batch); break;
+    case 9: run_narrow<K, 9>(in, col, batch, avx512); break;
+    case 10: run_narrow<K, 10>(in, col, batch, avx512); break;
+    case 11: run_narrow<K, 11>(in, col, batch, avx512); break;
+    case 12: run_narrow<K, 12>(in, col, batch, avx512); break;
+    case 13: run_narrow<K, 13>(in, col, batch, avx512); break;
+    case 14: run_narrow<K, 14>(in, col, batch, avx512); break;
+    case 15: run_narrow<K, 15>(in, col, batch, avx512); break;
+    default: run_narrow<K, 16>(in, col, batch, avx512); break;
   }
   return true;
 }
 
-// The narrow kernels for this element size and CPU, if they take the shape (else false).
+// Whether kernels asked for `path` may use AVX2, and AVX-512, on this CPU.
+bool use_avx2(KernelPath path) { return allows(path, KernelPath::kAvx2) && cpu().avx2; }
+bool use_avx512(KernelPath path) { return allows(path, KernelPath::kAvx512) && cpu().avx512vbmi; }
+
+// The narrow kernels for this element size, CPU and kernel path, if they take the shape (else
+// false).
 template <class DC>
-bool try_narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, const narrow::Batch& b) {
+bool try_narrow(const Strided& row, DC col, int64_t rows, int64_t cols, int64_t eb, const narrow::Batch& b,
+                KernelPath path = KernelPath::kAuto) {
+  const bool avx2 = use_avx2(path), avx512 = use_avx512(path);
   if (eb == 1) {
-    if (cpu().avx2 && narrow<NarrowKernel::U8Avx2>(row, col, rows, cols, 1, 32, b)) return true;
-    if (cpu().avx2 && rows == 16 && b.count >= 2 && narrow<NarrowKernel::U8Avx2Pairs>(row, col, rows, cols, 1, 16, b)) {
+    if (avx2 && narrow<NarrowKernel::U8Avx2>(row, col, rows, cols, 1, 32, b, avx512)) return true;
+    if (avx2 && rows == 16 && b.count >= 2 && narrow<NarrowKernel::U8Avx2Pairs>(row, col, rows, cols, 1, 16, b, false)) {
       return true;
     }
-    return narrow<NarrowKernel::U8Sse2>(row, col, rows, cols, 1, 16, b);
+    return narrow<NarrowKernel::U8Sse2>(row, col, rows, cols, 1, 16, b, false);
   }
-  return eb == 2 && cpu().avx2 && narrow<NarrowKernel::U16Avx2>(row, col, rows, cols, 2, 8, b);
+  return eb == 2 && avx2 && narrow<NarrowKernel::U16Avx2>(row, col, rows, cols, 2, 8, b, avx512);
 }
 
 // 16x8 byte blocks (16 rows and more): each block writes 16 bytes to each of 8 columns.
@@ -471,17 +482,18 @@ bool try_few(const Strided& row, const StridedOut& col, int64_t rows, int64_t co
 }
 
 template <class SR, class DC>
-void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
+void kernel_u8(SR row, DC col, int64_t rows, int64_t cols, KernelPath path) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
     if (try_interleave<1>(row, col, rows, cols, narrow::Batch{})) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
-    if (try_narrow(row, col, rows, cols, 1, narrow::Batch{})) return;
+    if (try_narrow(row, col, rows, cols, 1, narrow::Batch{}, path)) return;
   }
   if (cols < 8 && try_gather<1>(row, col, rows, cols)) return;
-  if (rows >= 32 && cols >= 16 && cpu().avx2) return narrow::avx2::tall16_u8(row, col, rows, cols);
-  if (rows >= 32 && cols >= 8 && cpu().avx2) return narrow::avx2::tall_u8(row, col, rows, cols);  // cols < 16
-  if (rows >= 16 && cols >= 32 && cpu().avx2) return narrow::avx2::wide16_u8(row, col, rows, cols);
+  const bool avx2 = use_avx2(path);
+  if (rows >= 32 && cols >= 16 && avx2) return narrow::avx2::tall16_u8(row, col, rows, cols);
+  if (rows >= 32 && cols >= 8 && avx2) return narrow::avx2::tall_u8(row, col, rows, cols);  // cols < 16
+  if (rows >= 16 && cols >= 32 && avx2) return narrow::avx2::wide16_u8(row, col, rows, cols);
   if (rows < 16) {  // 8x8 blocks for 8..15 rows (8-byte atoms, short channel blocks)
     tile_2d<1>(row, col, rows, cols, 8, 8, [&](int64_t r, int64_t c) {
       __m128i t[4];
@@ -498,14 +510,14 @@ void kernel_u8(SR row, DC col, int64_t rows, int64_t cols) {
 }
 
 template <class SR, class DC>
-void kernel_u16(SR row, DC col, int64_t rows, int64_t cols) {
+void kernel_u16(SR row, DC col, int64_t rows, int64_t cols, KernelPath path) {
   if constexpr (std::is_same_v<DC, StridedOut>) {
     if (try_interleave<2>(row, col, rows, cols, narrow::Batch{})) return;
   }
   if constexpr (std::is_same_v<SR, Strided>) {
-    if (try_narrow(row, col, rows, cols, 2, narrow::Batch{})) return;
+    if (try_narrow(row, col, rows, cols, 2, narrow::Batch{}, path)) return;
   }
-  if (rows >= 16 && cols >= 8 && cpu().avx2) return narrow::avx2::tall_u16(row, col, rows, cols);
+  if (rows >= 16 && cols >= 8 && use_avx2(path)) return narrow::avx2::tall_u16(row, col, rows, cols);
   if (cols < 8 && try_gather<2>(row, col, rows, cols)) return;
   blocks_u16_8x8(row, col, rows, cols);
 }
@@ -527,15 +539,16 @@ void kernel_u32(SR row, DC col, int64_t rows, int64_t cols) {
 #endif
 
 template <class SR, class DC>
-void dispatch(SR row, DC col, int64_t rows, int64_t cols, int64_t eb) {
+void dispatch(SR row, DC col, int64_t rows, int64_t cols, int64_t eb, KernelPath path = KernelPath::kAuto) {
 #if defined(NPUPACK_SSE2)
   switch (eb) {
-    case 1: return kernel_u8(row, col, rows, cols);
-    case 2: return kernel_u16(row, col, rows, cols);
+    case 1: return kernel_u8(row, col, rows, cols, path);
+    case 2: return kernel_u16(row, col, rows, cols, path);
     case 4: return kernel_u32(row, col, rows, cols);
     default: return scalar<8>(row, col, 0, rows, 0, cols);
   }
 #else
+  (void)path;
   switch (eb) {
     case 1: return scalar<1>(row, col, 0, rows, 0, cols);
     case 2: return scalar<2>(row, col, 0, rows, 0, cols);
@@ -599,33 +612,42 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb, const char* ahead,
-                     int64_t ahead_bytes) {
+                     int64_t ahead_bytes, KernelPath path) {
 #if defined(NPUPACK_SSE2)
   const narrow::Batch batch{count, src_step, dst_step, ahead, ahead_bytes};
-  if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return true;
+  if (try_narrow(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch, path)) return true;
   if (try_short_rows(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, eb, batch)) return false;
   if (eb == 1 ? try_few<1>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)
               : eb == 2 && try_few<2>(Strided{src, src_stride}, StridedOut{dst, dst_stride}, rows, cols, batch)) {
     return false;
   }
+#else
+  (void)ahead, (void)ahead_bytes;
 #endif
-  for (int64_t i = 0; i < count; ++i) transpose(src + i * src_step, src_stride, dst + i * dst_step, dst_stride, rows, cols, eb);
+  for (int64_t i = 0; i < count; ++i) {
+    dispatch(Strided{src + i * src_step, src_stride}, StridedOut{dst + i * dst_step, dst_stride}, rows, cols, eb, path);
+  }
   return false;
 }
 
 int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                              int64_t dst_step, int64_t rows, int64_t cols, int64_t count, const char* ahead,
-                             int64_t ahead_bytes) {
+                             int64_t ahead_bytes, KernelPath path) {
 #if defined(NPUPACK_SSE2)
-  // The case in which transpose_batch runs run_taps9<2> (narrow, run_narrow).
-  if (!cpu().avx2 || cols != 9 || src_stride != 18 || rows < 16) return -1;
+  // The cases in which transpose_batch runs run_taps9<2> (narrow, run_narrow).
+  if (!use_avx2(path) || cols != 9 || src_stride != 18 || rows < 16) return -1;
+  const narrow::RowReader in{src, src_stride, rows, 18};
+  const narrow::Batch batch{count, src_step, dst_step, ahead, ahead_bytes};
   bool nonfinite = false;
-  narrow::avx2::run_taps9<2>(narrow::RowReader{src, src_stride, rows, 18}, StridedOut{dst, dst_stride},
-                             narrow::Batch{count, src_step, dst_step, ahead, ahead_bytes}, &nonfinite);
+  if (use_avx512(path) && rows >= 32) {
+    narrow::avx512::run_taps9<2>(in, StridedOut{dst, dst_stride}, batch, &nonfinite);
+  } else {
+    narrow::avx2::run_taps9<2>(in, StridedOut{dst, dst_stride}, batch, &nonfinite);
+  }
   return nonfinite ? 0 : 1;
 #else
   (void)src, (void)src_stride, (void)src_step, (void)dst, (void)dst_stride, (void)dst_step, (void)rows, (void)cols;
-  (void)count, (void)ahead, (void)ahead_bytes;
+  (void)count, (void)ahead, (void)ahead_bytes, (void)path;
   return -1;
 #endif
 }

@@ -681,6 +681,98 @@ NPUPACK_FLAT void wide16_u8(SR row, DC col, int64_t rows, int64_t cols) {
 }  // namespace avx2
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vbmi")
+namespace avx512 {
+// The 3x3 rotation kernel (avx2::run_taps9) on 512-bit registers, for matrices of 64 rows of
+// bytes or 32 rows of halves (NVDLA DC weights of 3x3 kernels: one 64-byte channel block per
+// matrix): a block is 576 bytes, nine 64-byte chunks of E = 64 / EB elements, and 64 = 1, 32 = 5
+// (mod 9). Chunk q goes to register v = E * q (mod 9), so that element p of register v belongs
+// to column (v + p) % 9: a rotation by p % 9, as in the AVX2 kernel, but each stage is one mask
+// blend (vpblendmb / vpblendmw: any position, no pre-shuffle to gather the amounts in words), and
+// one full permute per column (vpermb / vpermw: across the whole register, no lanes) puts its
+// rows in order. The whole column is one 64-byte store, so every line of the output is written
+// at once. Per 576 bytes: 9 loads, 36 blends, 9 permutes, 9 stores, where the AVX2 kernel needs
+// 18 loads, 9 lane blends, 45 shuffles, 36 word or byte blends and 18 stores.
+
+// Stage s of the rotation: the positions (of `n`) whose amount p % 9 has bit s.
+constexpr uint64_t stage_mask(int n, int s) {
+  uint64_t m = 0;
+  for (int p = 0; p < n; ++p) m |= static_cast<uint64_t>(((p % 9) >> s) & 1) << p;
+  return m;
+}
+
+// Row r of column j is element 9r + j, at position (9r + j) % E of register j after the rotation.
+struct Taps9Permutes {
+  alignas(64) uint8_t bytes[9][64] = {};
+  alignas(64) uint16_t halves[9][32] = {};
+  constexpr Taps9Permutes() {
+    for (int j = 0; j < 9; ++j) {
+      for (int r = 0; r < 64; ++r) bytes[j][r] = static_cast<uint8_t>((9 * r + j) % 64);
+      for (int r = 0; r < 32; ++r) halves[j][r] = static_cast<uint16_t>((9 * r + j) % 32);
+    }
+  }
+};
+inline constexpr Taps9Permutes kTaps9Permutes{};
+
+// w[v] takes the positions of w[v - Shift] that mask M selects.
+template <int EB, int Shift, uint64_t M>
+NPUPACK_AI void rotate9(__m512i w[9]) {
+  __m512i n[9];
+  for (int v = 0; v < 9; ++v) {
+    const __m512i from = w[(v + 9 - Shift) % 9];
+    if constexpr (EB == 1) n[v] = _mm512_mask_blend_epi8(static_cast<__mmask64>(M), w[v], from);
+    else n[v] = _mm512_mask_blend_epi16(static_cast<__mmask32>(M), w[v], from);
+  }
+  for (int v = 0; v < 9; ++v) w[v] = n[v];
+}
+
+// One block: 576 bytes from s (64 rows of bytes or 32 of halves) to column cursor d. With a
+// non-null `largest` (halves only: pack_checked's fp16 watch) the magnitudes of every half read
+// are max-reduced into it, as in the AVX2 kernel.
+template <int EB, class DCur>
+NPUPACK_AI void block_taps9(const char* s, DCur d, __m512i* largest) {
+  constexpr int kE = 64 / EB;
+  __m512i w[9];
+  for (int q = 0; q < 9; ++q) {
+    const __m512i chunk = _mm512_loadu_si512(s + 64 * q);
+    if (EB == 2 && largest) *largest = _mm512_max_epu16(*largest, _mm512_and_si512(chunk, _mm512_set1_epi16(0x7FFF)));
+    w[kE % 9 * q % 9] = chunk;
+  }
+  rotate9<EB, 1, stage_mask(kE, 0)>(w);
+  rotate9<EB, 2, stage_mask(kE, 1)>(w);
+  rotate9<EB, 4, stage_mask(kE, 2)>(w);
+  rotate9<EB, 8, stage_mask(kE, 3)>(w);
+  for (int j = 0; j < 9; ++j) {
+    __m512i column;
+    if constexpr (EB == 1) {
+      column = _mm512_permutexvar_epi8(_mm512_load_si512(kTaps9Permutes.bytes[j]), w[j]);
+    } else {
+      column = _mm512_permutexvar_epi16(_mm512_load_si512(kTaps9Permutes.halves[j]), w[j]);
+    }
+    _mm512_storeu_si512(d[j], column);
+  }
+}
+
+// avx2::run_taps9 for matrices of at least 64 (8-bit) or 32 (16-bit) rows back to back.
+template <int EB, class DC>
+NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch, bool* nonfinite = nullptr) {
+  constexpr int kRows = 64 / EB;
+  if (EB == 2 && nonfinite) {
+    __m512i largest = _mm512_setzero_si512();
+    over_batch<kRows>(in, col, batch, [&largest](const RowReader& m, const DC& c, int64_t r) {
+      block_taps9<EB>(m.base + r * 9 * EB, c.at(0, EB * r), &largest);
+    });
+    *nonfinite = _mm512_cmpgt_epu16_mask(largest, _mm512_set1_epi16(0x7BFF)) != 0;
+  } else {
+    over_batch<kRows>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
+      block_taps9<EB>(m.base + r * 9 * EB, c.at(0, EB * r), nullptr);
+    });
+  }
+}
+}  // namespace avx512
+#pragma GCC pop_options
+
 #undef NPUPACK_AI
 #undef NPUPACK_FLAT
 

@@ -10,6 +10,7 @@ namespace npupack {
 struct CpuFeatures {
   bool ssse3 = false, popcnt = false, avx = false, avx2 = false, f16c = false;
   bool avx512vbmi2 = false;  // with AVX-512 F and BW, which the VBMI2 kernels also use
+  bool avx512vbmi = false;   // the same for VBMI (vpermb)
 };
 
 inline const CpuFeatures& cpu() {
@@ -25,6 +26,8 @@ inline const CpuFeatures& cpu() {
     // libgcc reports AVX-512 features only where the OS saves the 512-bit state.
     f.avx512vbmi2 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                     __builtin_cpu_supports("avx512vbmi2");
+    f.avx512vbmi = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vbmi");
 #endif
     return f;
   }();

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "npupack/cpu.hpp"
+
 namespace npupack {
 
 // dst[c*dst_stride + r*eb .. +eb] = src[r*src_stride + c*eb .. +eb] for r < rows, c < cols.
@@ -30,17 +32,19 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 // the kernel is chosen once for all of them. [ahead, ahead + ahead_bytes) is a source range the
 // caller reads next; kernels that read each row once prefetch it between their blocks (else it
 // is ignored, and the caller remains responsible for it). Returns whether it was prefetched.
+// `path` (for tests) caps the instruction sets of the AVX kernels: kAvx2 keeps them off
+// AVX-512, kSsse3 and kScalar off AVX2 as well (the SSE2 and SSSE3 kernels run as usual).
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb,
-                     const char* ahead = nullptr, int64_t ahead_bytes = 0);
+                     const char* ahead = nullptr, int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto);
 
 // transpose_batch of 16-bit elements that also tests every half it moves for fp16 INF/NaN, as
 // transpose_finite16; only for the 3x3 rotation kernel (9 columns, rows back to back, 16 rows
-// or more, AVX2: fp16 DC weights of 3x3 kernels), -1 with nothing moved otherwise. `ahead` is
-// prefetched as transpose_batch does.
+// or more, AVX2: fp16 DC weights of 3x3 kernels), -1 with nothing moved otherwise. `ahead` and
+// `path` as for transpose_batch.
 int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                              int64_t dst_step, int64_t rows, int64_t cols, int64_t count, const char* ahead = nullptr,
-                             int64_t ahead_bytes = 0);
+                             int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto);
 
 // True when transpose_batch runs a batch of rows x cols byte matrices in one SIMD kernel that
 // reads each source row once (9..16 columns; 32 rows and more, or exactly 16 rows, two matrices
