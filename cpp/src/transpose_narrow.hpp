@@ -692,8 +692,9 @@ namespace avx512 {
 // blend (vpblendmb / vpblendmw: any position, no pre-shuffle to gather the amounts in words), and
 // one full permute per column (vpermb / vpermw: across the whole register, no lanes) puts its
 // rows in order. The whole column is one 64-byte store, so every line of the output is written
-// at once. Per 576 bytes: 9 loads, 36 blends, 9 permutes, 9 stores, where the AVX2 kernel needs
-// 18 loads, 9 lane blends, 45 shuffles, 36 word or byte blends and 18 stores.
+// at once. Per 576 bytes: 9 loads, 36 blends, 9 permutes, 9 stores, where the AVX2 kernel (two
+// 288-byte blocks) needs 36 loads, 18 lane blends, 36 (bytes) or 18 (halves) shuffles, 72 or 54
+// blends and 18 stores.
 
 // Stage s of the rotation: the positions (of `n`) whose amount p % 9 has bit s.
 constexpr uint64_t stage_mask(int n, int s) {
