@@ -163,6 +163,18 @@ __attribute__((always_inline)) inline void over_batch(RowReader in, DC col, cons
   }
 }
 
+// One stage of the 3x3 rotation kernels (avx2 and avx512 run_taps9): a rotation of the nine
+// registers w[0..8] by `Shift` at the positions that Blend selects (blend(a, b) takes those
+// positions of b; it writes its result through `out`, so that no vector is passed or returned by
+// value in this function, which is compiled for every instruction set): w[v] takes them from
+// w[v - Shift]. Register type and blend come from the instruction set that inlines it.
+template <int Shift, class R, class Blend>
+__attribute__((always_inline)) inline void rotate9(R w[9], Blend blend) {
+  R n[9];
+  for (int v = 0; v < 9; ++v) blend(n[v], w[v], w[(v + 9 - Shift) % 9]);
+  for (int v = 0; v < 9; ++v) w[v] = n[v];
+}
+
 namespace sse2 {
 // The network on 128-bit registers: 16 rows per block.
 struct V {
@@ -354,21 +366,14 @@ NPUPACK_FLAT void run_u16(RowReader in, DC col, const Batch& batch) {
 // (512,512,3,3) DC weights int8 152 -> 131 us, fp16 287 -> 260 us; (256,256,3,3)
 // b_fs_yx_fsv16 / fsv32 int8 30.4 / 29.2 -> 25.9 / 24.6 us.
 //
-// Rotation of w[0..8] by `Shift` at the lane positions that Blend selects: w[v] takes those
-// positions of w[v - Shift].
-template <int Shift, class Blend>
-NPUPACK_AI void rotate9(V::reg w[9], Blend blend) {
-  V::reg n[9];
-  for (int v = 0; v < 9; ++v) n[v] = blend(w[v], w[(v + 9 - Shift) % 9]);
-  for (int v = 0; v < 9; ++v) w[v] = n[v];
-}
+// The rotation stages are narrow::rotate9, with the blends below.
 template <int Imm>
 struct Words {  // 16-bit positions by an immediate mask (the same in both lanes)
-  V::reg operator()(V::reg a, V::reg b) const { return _mm256_blend_epi16(a, b, Imm); }
+  void operator()(V::reg& out, const V::reg& a, const V::reg& b) const { out = _mm256_blend_epi16(a, b, Imm); }
 };
 struct Bytes {  // byte positions by a mask register
   V::reg mask;
-  V::reg operator()(V::reg a, V::reg b) const { return _mm256_blendv_epi8(a, b, mask); }
+  void operator()(V::reg& out, const V::reg& a, const V::reg& b) const { out = _mm256_blendv_epi8(a, b, mask); }
 };
 
 // Chunk controls for bytes (E = 16, c = 1): amounts k = (p + 1) % 9 take every value 1..7 at two
@@ -716,17 +721,14 @@ struct Taps9Permutes {
 };
 inline constexpr Taps9Permutes kTaps9Permutes{};
 
-// w[v] takes the positions of w[v - Shift] that mask M selects.
-template <int EB, int Shift, uint64_t M>
-NPUPACK_AI void rotate9(__m512i w[9]) {
-  __m512i n[9];
-  for (int v = 0; v < 9; ++v) {
-    const __m512i from = w[(v + 9 - Shift) % 9];
-    if constexpr (EB == 1) n[v] = _mm512_mask_blend_epi8(static_cast<__mmask64>(M), w[v], from);
-    else n[v] = _mm512_mask_blend_epi16(static_cast<__mmask32>(M), w[v], from);
+// The positions that mask M selects (bytes or halves), for narrow::rotate9.
+template <int EB, uint64_t M>
+struct MaskBlend {
+  void operator()(__m512i& out, const __m512i& a, const __m512i& b) const {
+    if constexpr (EB == 1) out = _mm512_mask_blend_epi8(static_cast<__mmask64>(M), a, b);
+    else out = _mm512_mask_blend_epi16(static_cast<__mmask32>(M), a, b);
   }
-  for (int v = 0; v < 9; ++v) w[v] = n[v];
-}
+};
 
 // One block: 576 bytes from s (64 rows of bytes or 32 of halves) to column cursor d. With a
 // non-null `largest` (halves only: pack_checked's fp16 watch) the magnitudes of every half read
@@ -740,10 +742,10 @@ NPUPACK_AI void block_taps9(const char* s, DCur d, __m512i* largest) {
     if (EB == 2 && largest) *largest = _mm512_max_epu16(*largest, _mm512_and_si512(chunk, _mm512_set1_epi16(0x7FFF)));
     w[kE % 9 * q % 9] = chunk;
   }
-  rotate9<EB, 1, stage_mask(kE, 0)>(w);
-  rotate9<EB, 2, stage_mask(kE, 1)>(w);
-  rotate9<EB, 4, stage_mask(kE, 2)>(w);
-  rotate9<EB, 8, stage_mask(kE, 3)>(w);
+  rotate9<1>(w, MaskBlend<EB, stage_mask(kE, 0)>());
+  rotate9<2>(w, MaskBlend<EB, stage_mask(kE, 1)>());
+  rotate9<4>(w, MaskBlend<EB, stage_mask(kE, 2)>());
+  rotate9<8>(w, MaskBlend<EB, stage_mask(kE, 3)>());
   for (int j = 0; j < 9; ++j) {
     __m512i column;
     if constexpr (EB == 1) {
