@@ -248,7 +248,8 @@ def test_double_blocked_outputs_of_several_mib(info, dtype):
     """Outputs of 4 MiB and more: where a block loop and the innermost tile make up each y*x
     column's whole block, the engine builds tiles of blocks in a buffer and streams them out with
     non-temporal stores, and skips the separate fill pass when the tiles cover every byte. A
-    dirty, misaligned out= buffer shows any byte left unwritten; one and two threads."""
+    dirty, misaligned out= buffer shows any byte left unwritten; one and two threads; partial
+    blocks filled with a non-zero pad value."""
     rng = np.random.default_rng(2)
     block = {d: 1 for d in info.layout.logical}
     for t in info.layout.tiles:
@@ -266,6 +267,13 @@ def test_double_blocked_outputs_of_several_mib(info, dtype):
             with npupack.num_threads(threads):
                 got = ov.pack(x, info.name, out=out)
             assert np.array_equal(got, expected), (shape, threads)
+    # The last shape's blocks are partial: its holes are the zeros of `expected` (x has none).
+    holes = expected.view(dtype) == 0
+    assert holes.any()
+    expected = expected.view(dtype).copy()
+    expected[holes] = -3
+    got = ov.pack(x, info.name, pad_value=-3, out=dirty_out(expected.nbytes, 1))
+    assert np.array_equal(got, expected.view(np.uint8)), "pad value"
     if info.kind == "data":  # padding before blocking: whole blocks of it, which no tile visits
         lo, hi = (b + 1, 2, 0, 0), (2, f + 1, 0, 0)
         expected = ref_pack(info, x, lo, hi)
