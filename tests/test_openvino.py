@@ -281,6 +281,37 @@ def test_double_blocked_outputs_of_several_mib(info, dtype):
         assert np.array_equal(ov.pack(x, info.name, pad_lo=lo, pad_hi=hi, out=out), expected), "padded"
 
 
+@pytest.mark.parametrize("name", ["os_is_yx_isv16_osv16", "os_is_yx_osv16_isv16", "bs_fs_yx_bsv16_fsv32",
+                                  "bs_fs_yx_bsv32_fsv16"])
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_whole_double_blocks_of_8_mib_and_more(name, dtype):
+    """Outputs of 8 MiB and more whose y*x columns each hold one whole double block: the engine
+    builds them in tiles of blocks whatever share of each block is valid, prefetching the rows of
+    the tiles ahead. Against the NumPy reshape/transpose reference: whole and half-valid outer
+    blocks, y*x not a multiple of a tile, a dirty misaligned out= buffer, one and two threads,
+    a non-zero pad value."""
+    info = next(f for f in SUPPORTED if f.name == name)
+    lay = info.layout
+    tiles = [(t.dim, t.size, None) for t in lay.tiles]
+    block = {d: 1 for d in lay.logical}
+    for t in lay.tiles:
+        block[t.dim] *= t.size
+    b, f = (block[d] for d in lay.logical[:2])
+    rng = np.random.default_rng(4)
+    for outer in [(b, 2 * f), (b // 2, 2 * f)]:
+        yx = -(-(8 << 20) // (b * 2 * f * np.dtype(dtype).itemsize)) + 37
+        shape = (*outer, 1, yx)
+        assert ov.nbytes(name, shape, dtype) >= 8 << 20
+        x = rng.integers(1, 120, shape).astype(dtype)
+        expected = ref.pack_transpose(x, lay.logical, lay.outer, tiles)
+        for threads, shift in ((1, 1), (2, 17)):
+            with npupack.num_threads(threads):
+                got = ov.pack(x, name, out=dirty_out(expected.size, shift))
+            assert np.array_equal(got, expected), (shape, threads)
+    expected = ref.pack_transpose(x, lay.logical, lay.outer, tiles, pad_value=-3)
+    assert np.array_equal(ov.pack(x, name, pad_value=-3, out=dirty_out(expected.size, 1)), expected), "pad value"
+
+
 @pytest.mark.parametrize("name", ["b_fs_yx_fsv8", "b_fs_yx_fsv16", "b_fs_yx_fsv32"])
 @pytest.mark.parametrize("dtype", [np.int8, np.float16])
 def test_blocked_outputs_past_the_caches(name, dtype):

@@ -91,6 +91,7 @@ class Executor {
     if (transpose_ && !L.ragged()) group_transpose_columns();
     if (transpose_ && !L.ragged() && group_ < 2) group_transpose_rows();
     tiles_ = plan_tile_blocks();
+    nest_ = plan_tiled_nest();
     prefetch_slabs_ = to_packed_ && outer_slabs(true) && c_contiguous(logical_strides);
     // Outputs this large do not stay in the caches for a reader anyway.
     stream_ = to_packed_ && L.nbytes() >= kStreamTransposeBytes;
@@ -594,6 +595,10 @@ class Executor {
       poff += rin.lo * eb_;
       const int64_t nin = rin.n(), nx = rx.n();
       const int64_t room = in.extent - rin.lo;
+      if (to_packed_ && x_tile_.hi > 0 && x_tile_.hi < x.extent) {
+        // The next tile of the same rows, into L2 by the time the nest comes back to them.
+        prefetch_rows(lin_ + loff + nx * x.lstep, in.lstep, nin, std::min(nx, x.extent - x_tile_.hi) * x.lstep);
+      }
       if (to_packed_ && nin < room && !L_.ragged()) {
         // A short last block of a padded layout (3-channel images, C % atom != 0): its rows
         // after the last valid one are holes (in a ragged layout they would be the next block),
@@ -710,15 +715,19 @@ class Executor {
   // built by scatter when at most 1/8 of `in` is valid (batch 1 or 2 of osv16: transpose each
   // valid `in` row's b x tile matrix, scatter it to its slots; with one valid row and zero
   // padding, spread_blocks shuffles whole blocks straight to the output instead), else by one
-  // pack_columns per valid b step, the rows of the tiles ahead prefetched. Taken for every output
-  // of kStreamBytes or more, and below that for blocks that are mostly holes (at most 1/8 of `in`
-  // valid). Past the caches, tiled_pairs reads b x `in` rows (256 for isv16_osv16) in passes
-  // too short for the hardware prefetchers and writes each line in b passes:
-  // os_is_yx_isv16_osv16 (8,64,224,224) int8 / fp16 took 4.7 / 7.9 ms, against 2.4 / 4.9 ms in
-  // tiles (np.copyto of the output 2.1 / 4.6 ms), (16,64,224,224) 6.0 / 9.5 against 4.0 / 7.9 ms.
-  // Inside the caches tiled_pairs is as fast or faster ((16,64,56,56) int8: 0.17 against 0.19 ms,
-  // (16,32,32,32) fp16: 0.04 against 0.06 ms). Decided once per plan (tiles_), as fills_holes
-  // relies on it.
+  // pack_columns per valid b step, the rows of the tiles ahead prefetched. Taken where
+  //  - at most 1/8 of `in` is valid;
+  //  - the output is kStreamBytes or more and at most a quarter of each block valid
+  //    ((8,3,224,224) in os_is_yx_isv16_osv16: 3 x 8 of 16 x 16);
+  //  - the output is kDenseTileBytes or more and x spans a whole tile, whatever the holes. Past
+  //    the caches, tiled_pairs reads b x `in` rows (256 for isv16_osv16) in passes too short for
+  //    the hardware prefetchers and writes each line in b passes: os_is_yx_isv16_osv16
+  //    (8,64,224,224) int8 / fp16 took 4.7 / 7.9 ms, against 2.3 / 4.6 ms in tiles (np.copyto of
+  //    the output 2.1 / 4.6 ms), (16,64,112,112) fp16 2.1 against 1.4 ms. Smaller outputs stay
+  //    in L3, where tiled_pairs' plain stores beat streaming ((64,64,28,28) fp16, 6.4 MB: 0.23
+  //    against 0.30 ms), and tiles of a short x (3x3 kernels: 9 columns) are too small to pay
+  //    ((1008,512,3,3) int8: 0.21 ms batched, 0.90 ms in tiles).
+  // Decided once per plan (tiles_), as fills_holes relies on it.
   bool plan_tile_blocks() const {
     const size_t n = loops_.size();
     if (!to_packed_ || !plain_pair() || L_.ragged() || n < 3) return false;
@@ -729,7 +738,8 @@ class Executor {
     if (x.pstep > kMaxBlockBytes) return false;
     // The valid part of a block as far as the dims' extents tell (a dim shorter than its tile).
     const auto valid = [&](const Loop& lp) { return std::min(L_.dims()[lp.dim].extent, lp.extent); };
-    if (L_.nbytes() >= kStreamBytes) return true;
+    if (L_.nbytes() >= kStreamBytes && 4 * valid(b) * valid(in) <= b.extent * in.extent) return true;
+    if (L_.nbytes() >= kDenseTileBytes && x.extent * x.pstep >= kRowTileBytes) return true;
     return b.exact && single_level(in) && 8 * valid(in) <= in.extent;
   }
 
@@ -884,6 +894,36 @@ class Executor {
     return true;
   }
 
+  // tiled_pairs for a nest of loops outside the pair that all interleave inside x's packed
+  // block, where tiled_pairs does not apply: two or more of them, or one that runs short
+  // (os_is_yx_isa8_osv16_isv4 with 8 of osv16 valid: osv16 and isa8 each write 4 of every 512
+  // bytes of y*x; with 16 valid, group_transpose_rows folds them into the rows instead). The
+  // first loop from which on every loop does so, or loops_.size() for none.
+  size_t plan_tiled_nest() const {
+    const size_t n = loops_.size();
+    if (!plain_pair() || L_.ragged() || tiles_ || n < 3) return n;
+    const Loop& x = loops_[n - 2];
+    size_t first = n - 2;
+    while (first > 0 && loops_[first - 1].pstep * loops_[first - 1].extent <= x.pstep) --first;
+    if (first == n - 2 || (first == n - 3 && loops_[first].exact)) return n;
+    return first;
+  }
+
+  // The nest from loop li on, run once per tile of x (kTileBytes of packed range): every
+  // cache line of the tile is then written (or, unpacking, read) by all the nest's passes while
+  // it is in L2. False when x is short.
+  bool tiled_nest(size_t li, int64_t loff, int64_t poff) {
+    const Loop& x = loops_[loops_.size() - 2];
+    const int64_t tile = std::max<int64_t>(16, kTileBytes / x.pstep);
+    if (x.extent <= tile) return false;
+    for (int64_t t = 0; t < x.extent; t += tile) {
+      x_tile_ = {t, std::min(x.extent, t + tile)};
+      rec(li, loff, poff);
+    }
+    x_tile_ = {0, 0};
+    return true;
+  }
+
   void rec(size_t li, int64_t loff, int64_t poff) {
     const size_t n = loops_.size();
     if (n == 1) {
@@ -901,11 +941,12 @@ class Executor {
       return;
     }
     const Loop& lp = loops_[li];
+    if (li >= nest_ && x_tile_.hi == 0 && tiled_nest(li, loff, poff)) return;
     if (li + 3 == n && tiles_) {
       tile_blocks(lp, loff, poff);
       return;
     }
-    if (li + 3 == n && (tiled_pairs(lp, loff, poff) || batch_pairs(lp, loff, poff))) return;
+    if (li + 3 == n && x_tile_.hi == 0 && (tiled_pairs(lp, loff, poff) || batch_pairs(lp, loff, poff))) return;
     const Range r = range(lp);
     const int64_t ps = pstride(lp);
     const int64_t saved = base_[lp.dim];
@@ -981,8 +1022,10 @@ class Executor {
   static constexpr int64_t kTilesAhead = 2;
   static constexpr int64_t kMaxBlockBytes = 4096;              // tile_blocks: largest block of one x column
   static constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: outputs streamed past the caches
+  static constexpr int64_t kDenseTileBytes = 8 << 20;          // tile_blocks: outputs that take it whatever the holes
   static constexpr int64_t kStreamTransposeBytes = 16 << 20;   // inner_pair, batch_pairs: the same
-  Range x_tile_{0, 0};              // tiled_pairs: the x columns inner_pair runs (hi 0: all)
+  Range x_tile_{0, 0};              // tiled_pairs, tiled_nest: the x columns inner_pair runs (hi 0: all)
+  size_t nest_ = 0;                 // tiled_nest: the first loop of the nest it tiles (loops_.size(): none)
   std::shared_ptr<const SpreadPlan> spread_;  // spread_blocks: the kernel of its column (spread_col_); copies share it
   int64_t spread_col_ = -1;
   size_t group_ = 0;                // loops transposed together before the innermost (0: none)
