@@ -569,16 +569,17 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
                       int64_t eb) {
 #if defined(NPUPACK_SSE2)
   // Only back-to-back columns (dst_stride = rows * eb) that one kernel pass writes whole (16 or 32
-  // bytes, one store per column and block), so that the stores fill each line in quick
-  // succession: a line written in parts at different times would leave partial lines in the
-  // write-combining buffers, which costs more than the read it saves.
+  // bytes, one store per column and block; 64 bytes of 32 halves, two stores in one tall_u16
+  // step), so that the stores fill each line in quick succession: a line written in parts at
+  // different times would leave partial lines in the write-combining buffers, which costs more
+  // than the read it saves.
   if (dst_stride != rows * eb) return transpose(src, src_stride, dst, dst_stride, rows, cols, eb);
   const Strided row{src, src_stride};
   const StreamOut col{dst, dst_stride};
   if (cols >= 8 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {  // non-temporal stores are 16 bytes, aligned
     if (eb == 1 && rows == 32 && cols >= 16 && cpu().avx2) return narrow::avx2::tall16_u8(row, col, rows, cols);
     if (eb == 1 && rows == 32 && cpu().avx2) return narrow::avx2::tall_u8(row, col, rows, cols);
-    if (eb == 2 && rows == 16 && cpu().avx2) return narrow::avx2::tall_u16(row, col, rows, cols);
+    if (eb == 2 && (rows == 16 || rows == 32) && cpu().avx2) return narrow::avx2::tall_u16(row, col, rows, cols);
     if (eb == 1 && rows == 16 && cols >= 32 && cpu().avx2) return narrow::avx2::wide16_u8(row, col, rows, cols);
     if (eb == 1 && rows == 16) return blocks_u8_16x8(row, col, rows, cols);
     if (eb == 2 && rows == 8) return blocks_u16_8x8(row, col, rows, cols);

@@ -549,10 +549,12 @@ NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* 
     const auto d = col.at(c, 2 * r);
     for (int j = 0; j < 8; ++j) V::put(d, j, out[j]);
   };
-  if (rows == 32 && !decltype(col.at(0, 0))::kStream) {
+  if (rows == 32) {
     // 64-byte columns (b_fs_yx_fsv32 fp16 activations): both halves of a column in one step, so
     // that each line is written whole while it is in L1, not once per 16-row pass over a
-    // plane's worth of columns: (1,256,56,56) in 59 instead of 66 us.
+    // plane's worth of columns: (1,256,56,56) in 59 instead of 66 us. Streamed, each line's two
+    // non-temporal stores come 8 stores apart, and the line leaves the write-combining buffer
+    // whole: (8,64,224,224) in 1.8 ms, against 3.1 ms with plain stores.
     over_rows(cols, 8, [&](int64_t c) {
       step(0, c);
       step(16, c);
