@@ -165,11 +165,12 @@ __attribute__((always_inline)) inline void over_batch(RowReader in, DC col, cons
 
 // One stage of the 3x3 rotation kernels (avx2 and avx512 run_taps9): a rotation of the nine
 // registers w[0..8] by `Shift` at the positions that Blend selects (blend(a, b) takes those
-// positions of b; it writes its result through `out`, so that no vector is passed or returned by
-// value in this function, which is compiled for every instruction set): w[v] takes them from
-// w[v - Shift]. Register type and blend come from the instruction set that inlines it.
+// positions of b; it writes its result through `out`, and the blend, which may hold a mask
+// register, comes by reference, so that no vector is passed or returned by value in this
+// function, which is compiled for every instruction set): w[v] takes them from w[v - Shift].
+// Register type and blend come from the instruction set that inlines it.
 template <int Shift, class R, class Blend>
-__attribute__((always_inline)) inline void rotate9(R w[9], Blend blend) {
+__attribute__((always_inline)) inline void rotate9(R w[9], const Blend& blend) {
   R n[9];
   for (int v = 0; v < 9; ++v) blend(n[v], w[v], w[(v + 9 - Shift) % 9]);
   for (int v = 0; v < 9; ++v) w[v] = n[v];
@@ -538,7 +539,11 @@ NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* 
   R largest = _mm256_setzero_si256();
   const auto step = [&](int64_t r, int64_t c) {
     const auto s = row.at(r, 2 * c);
-    if constexpr (decltype(col.at(0, 0))::kStream) prefetch_rows<16, 32>(s, c);
+    // Past the caches (streamed), and for 32 rows (b_fs_yx_fsv32 fp16 activations) in L3 too,
+    // more rows are read at once than the hardware prefetchers follow: (1,256,56,56) and
+    // (1,64,112,112) in 33 instead of 41-43 us, (1,512,28,28) unchanged, (1,64,224,224) 4 %
+    // slower (alternating builds, best of 400).
+    if (decltype(col.at(0, 0))::kStream || rows == 32) prefetch_rows<16, 32>(s, c);
     R a[8], out[8];
     for (int k = 0; k < 8; ++k) {
       a[k] = lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s[k])),
