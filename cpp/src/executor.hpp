@@ -596,8 +596,8 @@ class Executor {
       const int64_t nin = rin.n(), nx = rx.n();
       const int64_t room = in.extent - rin.lo;
       if (to_packed_ && x_tile_.hi > 0 && x_tile_.hi < x.extent) {
-        // The next tile of the same rows, into L2 by the time the nest comes back to them.
-        prefetch_rows(lin_ + loff + nx * x.lstep, in.lstep, nin, std::min(nx, x.extent - x_tile_.hi) * x.lstep);
+        // The next tile of the same rows, into L2 by the time tiled_nest comes back to them.
+        prefetch_row_lines(lin_ + loff + nx * x.lstep, in.lstep, nin, std::min(nx, x.extent - x_tile_.hi) * x.lstep);
       }
       if (to_packed_ && nin < room && !L_.ragged()) {
         // A short last block of a padded layout (3-channel images, C % atom != 0): its rows
@@ -720,11 +720,11 @@ class Executor {
   //  - the output is kStreamBytes or more and at most a quarter of each block valid
   //    ((8,3,224,224) in os_is_yx_isv16_osv16: 3 x 8 of 16 x 16);
   //  - the output is kDenseTileBytes or more and x spans a whole tile, whatever the holes. Past
-  //    the caches, tiled_pairs reads b x `in` rows (256 for isv16_osv16) in passes too short for
+  //    the caches, tiled_nest reads b x `in` rows (256 for isv16_osv16) in passes too short for
   //    the hardware prefetchers and writes each line in b passes: os_is_yx_isv16_osv16
   //    (8,64,224,224) int8 / fp16 took 4.7 / 7.9 ms, against 2.3 / 4.6 ms in tiles (np.copyto of
   //    the output 2.1 / 4.6 ms), (16,64,112,112) fp16 2.1 against 1.4 ms. Smaller outputs stay
-  //    in L3, where tiled_pairs' plain stores beat streaming ((64,64,28,28) fp16, 6.4 MB: 0.23
+  //    in L3, where tiled_nest's plain stores beat streaming ((64,64,28,28) fp16, 6.4 MB: 0.23
   //    against 0.30 ms), and tiles of a short x (3x3 kernels: 9 columns) are too small to pay
   //    ((1008,512,3,3) int8: 0.21 ms batched, 0.90 ms in tiles).
   // Decided once per plan (tiles_), as fills_holes relies on it.
@@ -804,7 +804,7 @@ class Executor {
         const int64_t span = std::min(ahead + tile * x.lstep, (x.extent - t) * x.lstep) - ahead;
         for (int64_t i = rb.lo; i < rb.hi; ++i) {
           const char* rows = src + i * b.lstep + rin.lo * in.lstep;
-          if (span > 0) prefetch_rows(rows + ahead, in.lstep, nin, span);
+          if (span > 0) prefetch_row_lines(rows + ahead, in.lstep, nin, span);
           pack_columns(rows, in.lstep, nin, room, buf + i * b.pstep + rin.lo * eb_, x.pstep, nx);
         }
       }
@@ -813,16 +813,6 @@ class Executor {
       else std::memcpy(dst, buf, static_cast<size_t>(nx * x.pstep));
     }
     if (stream) stream_fence();
-  }
-
-  // The lines of n rows `step` apart, [p, p + bytes) of each (bytes > 0), every line asked for once.
-  static void prefetch_rows(const char* p, int64_t step, int64_t n, int64_t bytes) {
-    for (int64_t r = 0; r < n; ++r) {
-      const uintptr_t lo = reinterpret_cast<uintptr_t>(p + r * step);
-      for (uintptr_t q = lo & ~uintptr_t{63}; q < lo + static_cast<uintptr_t>(bytes); q += 64) {
-        __builtin_prefetch(reinterpret_cast<const char*>(q), 0, 2);
-      }
-    }
   }
 
   // tile_blocks with one valid column `col` of `in` and zero padding (batch 1 of osv16): per tile
@@ -873,45 +863,26 @@ class Executor {
     for (; i < n; ++i) std::memcpy(dst + i * step, src + i * EB, EB);
   }
 
-  // The loop just outside a transposed pair can interleave with it in the packed buffer
-  // (os_is_yx_isv16_osv16 on activations: each of the 16 isv steps writes 16 of every 256 bytes
-  // of y*x). Run whole, each step would stream over the pair's entire packed range, and every
-  // cache line of it would be loaded and written back once per step. Cutting x into tiles whose
-  // packed range stays in L1 and running all steps of the outer loop per tile writes each line
-  // once. Returns false when the loop does not interleave or x is short.
-  bool tiled_pairs(const Loop& b, int64_t loff, int64_t poff) {
-    if (!plain_pair() || L_.ragged() || !b.exact || b.extent < 2) return false;
-    const Loop& x = loops_[loops_.size() - 2];
-    const int64_t psx = pstride(x);
-    if (!x.exact || b.pstep * b.extent > psx) return false;
-    const int64_t tile = std::max<int64_t>(16, kTileBytes / psx);
-    if (x.extent <= tile) return false;
-    for (int64_t t = 0; t < x.extent; t += tile) {
-      x_tile_ = {t, std::min(x.extent, t + tile)};
-      for (int64_t i = 0; i < b.extent; ++i) inner_pair(loff + i * b.lstep, poff + i * b.pstep);
-    }
-    x_tile_ = {0, 0};
-    return true;
-  }
-
-  // tiled_pairs for a nest of loops outside the pair that all interleave inside x's packed
-  // block, where tiled_pairs does not apply: two or more of them, or one that runs short
-  // (os_is_yx_isa8_osv16_isv4 with 8 of osv16 valid: osv16 and isa8 each write 4 of every 512
-  // bytes of y*x; with 16 valid, group_transpose_rows folds them into the rows instead). The
-  // first loop from which on every loop does so, or loops_.size() for none.
+  // Loops outside a transposed pair can interleave with it in the packed buffer: each step of
+  // such a loop writes a few bytes of every block of x (os_is_yx_isv16_osv16 on activations:
+  // each of the 16 isv steps writes 16 of every 256 bytes of y*x; os_is_yx_isa8_osv16_isv4 with
+  // a partial osv16 block: osv16 and isa8 steps each write 4 of every 512). Run whole, each step
+  // would stream over the pair's entire packed range, and every cache line of it would be loaded
+  // and written back (or, unpacking, read) once per step. Cutting x into tiles whose packed range
+  // stays in L2 and running the whole nest of such loops per tile touches each line once. The
+  // first loop from which on every loop interleaves so, or loops_.size() for none. (With a
+  // whole osv16 block, group_transpose_rows folds isv4's outer loops into the rows instead.)
   size_t plan_tiled_nest() const {
     const size_t n = loops_.size();
     if (!plain_pair() || L_.ragged() || tiles_ || n < 3) return n;
     const Loop& x = loops_[n - 2];
     size_t first = n - 2;
     while (first > 0 && loops_[first - 1].pstep * loops_[first - 1].extent <= x.pstep) --first;
-    if (first == n - 2 || (first == n - 3 && loops_[first].exact)) return n;
-    return first;
+    return first == n - 2 ? n : first;
   }
 
-  // The nest from loop li on, run once per tile of x (kTileBytes of packed range): every
-  // cache line of the tile is then written (or, unpacking, read) by all the nest's passes while
-  // it is in L2. False when x is short.
+  // The nest from loop li on, run once per tile of x (kTileBytes of packed range). False when x
+  // is short.
   bool tiled_nest(size_t li, int64_t loff, int64_t poff) {
     const Loop& x = loops_[loops_.size() - 2];
     const int64_t tile = std::max<int64_t>(16, kTileBytes / x.pstep);
@@ -946,7 +917,7 @@ class Executor {
       tile_blocks(lp, loff, poff);
       return;
     }
-    if (li + 3 == n && x_tile_.hi == 0 && (tiled_pairs(lp, loff, poff) || batch_pairs(lp, loff, poff))) return;
+    if (li + 3 == n && x_tile_.hi == 0 && batch_pairs(lp, loff, poff)) return;
     const Range r = range(lp);
     const int64_t ps = pstride(lp);
     const int64_t saved = base_[lp.dim];
@@ -1013,7 +984,7 @@ class Executor {
   bool transpose_ = false;
   static constexpr int64_t kGroupBytes = 64 * 1024;
   static constexpr int64_t kRowsAhead = 256;                   // copy_rows_n: prefetch distance in a strided row
-  static constexpr int64_t kTileBytes = 256 * 1024;            // tiled_pairs: packed bytes of one x tile
+  static constexpr int64_t kTileBytes = 256 * 1024;            // tiled_nest: packed bytes of one x tile
   static constexpr int64_t kScatterTileBytes = 16 * 1024;      // tile_blocks, scattered: the same
   // tile_blocks, one transpose per b step: the same. A tile that stays in L1 while it is built and
   // streamed out: 64 KB tiles (L2) made os_is_yx_isv16_osv16 (8,3,224,224) int8 / fp16 take
@@ -1024,7 +995,7 @@ class Executor {
   static constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: outputs streamed past the caches
   static constexpr int64_t kDenseTileBytes = 8 << 20;          // tile_blocks: outputs that take it whatever the holes
   static constexpr int64_t kStreamTransposeBytes = 16 << 20;   // inner_pair, batch_pairs: the same
-  Range x_tile_{0, 0};              // tiled_pairs, tiled_nest: the x columns inner_pair runs (hi 0: all)
+  Range x_tile_{0, 0};              // tiled_nest: the x columns inner_pair runs (hi 0: all)
   size_t nest_ = 0;                 // tiled_nest: the first loop of the nest it tiles (loops_.size(): none)
   std::shared_ptr<const SpreadPlan> spread_;  // spread_blocks: the kernel of its column (spread_col_); copies share it
   int64_t spread_col_ = -1;
