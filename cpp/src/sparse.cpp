@@ -267,8 +267,7 @@ bool has_avx2() { return cpu().avx2 && cpu().popcnt; }
 // microcoded on AMD's cores); the store runs up to 64 bytes past the kept bytes, into bytes the
 // next store overwrites, so a step runs only while 64 bytes of capacity remain.
 template <int es>
-__attribute__((target("avx512f,avx512bw,avx512vbmi2"), always_inline)) inline uint64_t keep_bits512(const uint8_t* p) {
-  const __m512i v = _mm512_loadu_si512(p);
+__attribute__((target("avx512f,avx512bw,avx512vbmi2"), always_inline)) inline uint64_t keep_bits512(__m512i v) {
   return es == 1 ? _cvtmask64_u64(_mm512_test_epi8_mask(v, v)) : _cvtmask32_u32(_mm512_test_epi16_mask(v, v));
 }
 
@@ -305,8 +304,29 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"))) int64_t compress_
     int64_t& i_done) {
   constexpr int64_t step = 64 / es;  // elements per step; a multiple of 8, so WMB bytes stay whole
   int64_t pos = 0, i = 0;
+  // Four steps at a time: their loads and tests issue together, so the masks are ready when the
+  // stores need them; four dense steps (a layer that is not pruned) are copied as they were
+  // loaded. At 50 % zeros on Zen 5 (compress_weights, best of 300, builds alternated three
+  // times): (256,256,3,3) int8 13.6-14.1 -> 11.2-11.8 us, fp16 25.6-26.3 -> 21.2-24.1 us;
+  // (512,512,3,3) 5 % less; dense streams unchanged (they run at the speed of the copy).
+  for (; i + 4 * step <= n && pos + 256 <= cap; i += 4 * step) {
+    const uint8_t* p = s + i * es;
+    __m512i v[4];
+    uint64_t keep[4];
+    for (int j = 0; j < 4; ++j) {
+      v[j] = _mm512_loadu_si512(p + 64 * j);
+      keep[j] = keep_bits512<es>(v[j]);
+    }
+    if ((keep[0] & keep[1] & keep[2] & keep[3]) == kDenseStep<es>) {
+      for (int j = 0; j < 4; ++j) store_halves(data + pos + 64 * j, v[j]);
+      std::memset(wmb + (i >> 3), 0xFF, static_cast<size_t>(4 * step / 8));
+      pos += 256;
+      continue;
+    }
+    for (int j = 0; j < 4; ++j) pos += store_step512<es>(p + 64 * j, keep[j], wmb + ((i + j * step) >> 3), data + pos);
+  }
   for (; i + step <= n && pos + 64 <= cap; i += step) {
-    pos += store_step512<es>(s + i * es, keep_bits512<es>(s + i * es), wmb + (i >> 3), data + pos);
+    pos += store_step512<es>(s + i * es, keep_bits512<es>(_mm512_loadu_si512(s + i * es)), wmb + (i >> 3), data + pos);
   }
   i_done = i;
   return pos;
