@@ -1,5 +1,5 @@
 """oneDNN v3.2's CPU reorder (PyPI wheel onednn-cpu-gomp==2023.2.0) through ctypes, as a test oracle
-(spec/openvino.md section 12). `Oracle.load()` returns None when the library is not installed."""
+(docs/openvino.md §12). `Oracle.load()` returns None when the library is not installed."""
 from __future__ import annotations
 
 import ctypes

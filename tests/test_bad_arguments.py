@@ -33,7 +33,7 @@ X8 = np.arange(45, dtype=np.int8).reshape(1, 5, 3, 3)
 X17 = np.arange(68, dtype=np.int8).reshape(1, 17, 2, 2)
 IMG = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
 NHWC = np.arange(12, dtype=np.int8).reshape(1, 2, 2, 3)
-STRIDE_NPU = (256, 1, 64, 16)  # kneron.md 7: 1W16C8B on KL730 for X8's shape
+STRIDE_NPU = (256, 1, 64, 16)  # docs/kneron.md §7: 1W16C8B on KL730 for X8's shape
 BLOCKED = npupack.Layout.parse("NCHW16c")
 BOUND = BLOCKED.bind(X17.shape, np.int8)
 SPARSE = nv.pack_weights(W8, compress=True)

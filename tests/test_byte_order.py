@@ -1,5 +1,5 @@
-"""Big-endian input: every packed layout stores multi-byte elements little-endian (DESIGN.md,
-nvdla.md 2.1, openvino.md), so a big-endian array must pack to the same bytes as its
+"""Big-endian input: every packed layout stores multi-byte elements little-endian (docs/design.md §6.1,
+docs/nvdla.md §2.1, docs/openvino.md), so a big-endian array must pack to the same bytes as its
 little-endian copy (the same values), and unpacking into a big-endian dtype must give the same
 values. The little-endian path is checked against the NumPy references in the other test files."""
 import numpy as np

@@ -11,7 +11,7 @@ from npupack.layout import BlockedLayout, Dim
 
 
 def python_offset(dims, order, eb, strides, index):
-    """Independent offset for layouts without ragged dims (openvino.md 3.2): padded coordinate
+    """Independent offset for layouts without ragged dims (docs/openvino.md §3.2): padded coordinate
     p = i + pad_lo, digit of tile j = (p // div_j) % n_j (default div_j = product of the later
     tiles), outer digit p // T; packed or given byte strides per loop (inner to outer)."""
     digits = {}

@@ -1,5 +1,5 @@
 """The layout grammar (Layout.parse, oneDNN tags) and the generic npupack.pack/unpack against the
-reference of spec/openvino.md 3.2 (tests/reference/blocked.py)."""
+reference of docs/openvino.md §3.2 (tests/reference/blocked.py)."""
 import numpy as np
 import pytest
 from hypothesis import given

@@ -1,4 +1,4 @@
-"""Horizon BPU tensors (horizon.md): the alignment rule, the seed's examples, pad/strip against a loop
+"""Horizon BPU tensors (docs/horizon.md): the alignment rule, the published examples, pad/strip against a loop
 reference on random strides, NV12, generation strides (J6, S100), quantisation."""
 import numpy as np
 import pytest

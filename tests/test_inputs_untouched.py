@@ -1,4 +1,4 @@
-"""Nothing a caller passes in is modified (DESIGN.md, the brief's standards): every public
+"""Nothing a caller passes in is modified (docs/design.md §6.4): every public
 function that takes arrays is called with read-only inputs (contiguous, and strided views of a
 read-only base), must accept them, and must leave every byte of them as it was. A read-only
 array makes NumPy refuse an in-place write and pybind11 refuse a mutable buffer, so an attempt

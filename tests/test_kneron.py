@@ -1,4 +1,4 @@
-"""Kneron NPU layouts (kneron.md): worked examples, seed bit tables, the v1 formulas on exhaustive
+"""Kneron NPU layouts (docs/kneron.md): worked examples, the published bit tables, the v1 formulas on exhaustive
 small shapes, the v2 stride rule against loop references, the high/low pass, quantisation."""
 import itertools
 
@@ -124,7 +124,7 @@ def test_v2_stride_rule_against_loops(layout, C, H, W, extra, seed):
     bits = 16 if "16B" in layout or "HL" in layout else 8
     x = ints(np.random.default_rng(seed), shape, bits)
     if bits == 16:
-        x = x & np.int16(-2)  # 15 significant bits (kneron.md 5)
+        x = x & np.int16(-2)  # 15 significant bits (docs/kneron.md §5)
     outer = lay in (kn.DataLayout.KP_1W16C8B, kn.DataLayout.KP_1W16C8BHL)
     expected = ref.kneron_v2_pack(x, strides, outer_group=outer, highlow="HL" in layout)
     buf = kn.pack(x, layout, chip="kl730", stride_npu=strides)
@@ -233,21 +233,19 @@ def test_cli_explain(capsys):
     assert main(["explain", "kneron:16W1C8B", "--shape", "1,2,3"]) == 2
 
 
-def test_seed_entry_tables_reproduced():
-    """Every entry table of seed 004 (KL520 and KL630/KL720 sections): the byte at bits [8k+7:8k]
-    of entry e holds exactly the labelled PnCHm."""
-    from pathlib import Path
+def test_published_entry_tables_reproduced():
+    """Every entry table Kneron publishes for KL520 and KL630/KL720 (tests/data/kneron_entry_tables.json):
+    the byte at bits [8k+7:8k] of entry e holds exactly the labelled PnCHm."""
+    import json
     import re
+    from pathlib import Path
 
-    seed = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_221165a17c7f319c.txt"
-    text = seed.read_text(encoding="utf-8", errors="replace")
-    split = text.index("KL630, KL720")
+    data = json.loads((Path(__file__).parent / "data" / "kneron_entry_tables.json").read_text(encoding="utf-8"))
     tables = 0
-    for m in re.finditer(r"Bits (?:\[\d+:\d+\] ){16}((?:Entry #\d+(?: P\d+CH\d+){16} ?)+)", text):
-        chip = "kl520" if m.start() < split else "kl720"
-        entries = re.findall(r"Entry #(\d+)((?: P\d+CH\d+){16})", m.group(1))
-        labels = {int(e): [tuple(map(int, re.match(r"P(\d+)CH(\d+)", t).groups())) for t in body.split()][::-1]
-                  for e, body in entries}  # [::-1]: listed from bits [127:120] down to [7:0]
+    for table in data["tables"]:
+        chip = table["chip"]
+        labels = {int(e): [tuple(map(int, re.match(r"P(\d+)CH(\d+)", t).groups())) for t in body][::-1]
+                  for e, body in table["entries"].items()}  # [::-1]: listed from bits [127:120] down to [7:0]
         first = labels[0]
         if first[4] == (0, 4):
             layout, C, W = "1W16C8B", 16, len(labels)

@@ -205,7 +205,7 @@ def test_real_model_every_layer_round_trips(ppocr_det_path, precision, winograd,
             encodings.add(part["encoding"])
         ws = layer_surfaces(entry, tmp_path, layer.weights.shape, layer.group)
         if entry["kind"] == "winograd":
-            # fp16: the float32 weights enter the transform unrounded (nvdla.md 9.5)
+            # fp16: the float32 weights enter the transform unrounded (docs/nvdla.md §9.5)
             kw = {"scale": entry["winograd_scale"]} if precision == "int16" else {}
             want = pack_weights(layer.weights if precision == "fp16" else logical, kind="winograd", **kw)
             assert np.array_equal(unpack_weights(ws, logical=False), unpack_weights(want, logical=False))
@@ -261,7 +261,7 @@ def test_cli_main_job_on_real_model(ppocr_det_path, tmp_path, capsys):
 
 def test_real_model_first_layer_as_image_input(ppocr_det_path):
     """PP-OCRv4's first layer (16x3x3x3, stride 2) packed as image-input weights for every RGB
-    pixel format equals the loop reference of nvdla.md 8."""
+    pixel format equals the loop reference of docs/nvdla.md §8."""
     from npupack.nvdla import PIXEL_FORMATS, post_extension_factor, quantize_weights
     from tests.reference import nvdla as ref
 

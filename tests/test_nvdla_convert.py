@@ -1,4 +1,4 @@
-"""fp16 conversion and weight quantisation (nvdla.md 2.2, 2.3, 16.2)."""
+"""fp16 conversion and weight quantisation (docs/nvdla.md §2.2, 2.3, 16.2)."""
 import numpy as np
 import pytest
 from hypothesis import given

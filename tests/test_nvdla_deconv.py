@@ -1,4 +1,4 @@
-"""NVDLA deconvolution weights against the reference of nvdla.md 10 (worked examples 10.2 / 16.8,
+"""NVDLA deconvolution weights against the reference of docs/nvdla.md §10 (worked examples 10.2 / 16.8,
 exhaustive small shapes, random shapes, round trips, a transposed convolution assembled from the
 per-set stride-1 convolutions against the transposed convolution's definition, errors)."""
 import numpy as np
@@ -75,7 +75,7 @@ def test_random_shapes(c_in, k_out, r, s, stride, precision, seed):
 
 
 def dc_decode(buf: np.ndarray, shape, precision, config=NV_FULL) -> np.ndarray:
-    """Read DC weights back by the loop nest of nvdla.md 6.1 (independent of the packer)."""
+    """Read DC weights back by the loop nest of docs/nvdla.md §6.1 (independent of the packer)."""
     K, C, R, S = shape
     elems = buf.view(DTYPE[precision])
     out = np.zeros(shape, dtype=DTYPE[precision])

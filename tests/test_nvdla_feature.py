@@ -1,4 +1,4 @@
-"""NVDLA feature data against the reference of nvdla.md 3 (worked examples 3.6 / 16.3,
+"""NVDLA feature data against the reference of docs/nvdla.md §3 (worked examples 3.6 / 16.3,
 exhaustive small shapes on every preset, random shapes and strides, round trips, errors)."""
 import itertools
 

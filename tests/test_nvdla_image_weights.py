@@ -1,5 +1,5 @@
-"""NVDLA image-input weights (nvdla.md 8): pre-extension, post-extension (intended layout), the
-automatic factor, the worked examples 8.6 / 16.6, the seed's 5x5x3 figure, errors."""
+"""NVDLA image-input weights (docs/nvdla.md §8): pre-extension, post-extension (intended layout), the
+automatic factor, the worked examples 8.6 / 16.6, the hardware documentation's 5x5x3 figure, errors."""
 import itertools
 
 import numpy as np
@@ -100,7 +100,7 @@ def test_exhaustive_against_loop_reference(fmt):
 def test_every_pixel_format_on_random_shapes(fmt, config, data):
     """Every pixel format of Table 33, both configs, each precision the format and config take,
     drawn K (across kernel groups), C <= Cdata, R, S, x stride and post-extension factor: the loop
-    reference of nvdla.md 8 byte for byte, the unsupported factors refused, and unpacked back."""
+    reference of docs/nvdla.md §8 byte for byte, the unsupported factors refused, and unpacked back."""
     info = PIXEL_FORMATS[fmt]
     precisions = [p for p in (("fp16",) if info.kind == "fp16" else ("int8", "int16")) if p in config.precisions]
     assume(precisions)  # nv_small has no fp16

@@ -1,4 +1,4 @@
-"""NVDLA pixel formats (nvdla.md 4): every format against the reference built from the spec text,
+"""NVDLA pixel formats (docs/nvdla.md §4): every format against the reference built from the spec text,
 every x offset, odd widths, the worked examples (16.4), conversion equations, bad input."""
 import numpy as np
 import pytest
@@ -181,7 +181,7 @@ def test_out_buffers(name):
 
 
 def _lines_reference(img, order, line_stride, pre):
-    """Interleaved plane straight from nvdla.md 4.4: per line, ``pre`` zero bytes, the pixels with
+    """Interleaved plane straight from docs/nvdla.md §4.4: per line, ``pre`` zero bytes, the pixels with
     their components in ``order``, zeros up to the line stride."""
     h = img.shape[0]
     plane = np.zeros((h, line_stride), np.uint8)

@@ -1,4 +1,4 @@
-"""NVDLA precision-conversion tables, FP16 rules and alignment (nvdla.md 13-15; examples
+"""NVDLA precision-conversion tables, FP16 rules and alignment (docs/nvdla.md §13-15; examples
 A1-A10 of 16.10, every row of the four tables valid and invalid, every alignment rule)."""
 import itertools
 
@@ -10,7 +10,7 @@ from npupack.nvdla.pixel import PIXEL_FORMATS
 from npupack.nvdla.rules import FP16_INF_AS, FP16_RULES, PRECISION_TABLES, alignment_rules
 
 P = ("int8", "int16", "fp16")
-# The seed's four tables, transcribed independently (input class, output) -> pipeline or None.
+# The hardware documentation's four tables, transcribed independently (input class, output) -> pipeline or None.
 SEED_CONV = {**{("integer image", o): o for o in P}, ("fp16 image", "fp16"): "fp16",
              **{(f"{i} feature", i): i for i in P}}
 SEED_SDP = {("int8", "int8"): "int32", ("int8", "int16"): "int32", ("int16", "int8"): "int32",

@@ -1,4 +1,4 @@
-"""NVDLA SDP operands against the reference of nvdla.md 12 (worked examples 12.7 / 16.11, every
+"""NVDLA SDP operands against the reference of docs/nvdla.md §12 (worked examples 12.7 / 16.11, every
 precision x mode x data size, round trips, feature-layout equality, errors) and nvdla/sw's int16
 quantisation of bias and rescale factors."""
 import math
@@ -221,8 +221,8 @@ def test_pipeline_keyword():
 
 
 def test_bytes_per_atom_whole_seed_table():
-    """BytesPerAtom = ElementPerAtom x ComponentsPerElement x BytesPerComponent with the seed's
-    three tables (NV_FULL; fp16 components are always two bytes)."""
+    """BytesPerAtom = ElementPerAtom x ComponentsPerElement x BytesPerComponent with the three
+    tables of NVDLA's hardware documentation (NV_FULL; fp16 components are always two bytes)."""
     element_per_atom = {"int8": 32, "int16": 16, "fp16": 16}
     components = {"bias": 1, "prelu": 1, "batchnorm": 2, "eltwise_alu": 1, "eltwise_mul": 1, "eltwise_both": 2}
     for precision, e in element_per_atom.items():

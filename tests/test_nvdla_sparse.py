@@ -1,4 +1,4 @@
-"""NVDLA sparse weight compression against the reference of nvdla.md 11 (worked examples 11.4 /
+"""NVDLA sparse weight compression against the reference of docs/nvdla.md §11 (worked examples 11.4 /
 16.9, element-by-element reference on exhaustive and random streams, round trips for every weight
 kind and precision, all-zero / no-zero / partial groups, fp16 -0.0, "auto" decisions, sizes
 before compressing, corrupted streams, pruning)."""
@@ -98,7 +98,7 @@ def test_C8_and_auto_without_compression():
 
 def test_C_example_4_group_boundary():
     """DC int8, K = 40 on NV_FULL: two kernel groups; kernel 32's first element is mask bit
-    32*C*R*S (nvdla.md 11.4 example 4)."""
+    32*C*R*S (docs/nvdla.md §11.4 example 4)."""
     C, R, S = 3, 2, 2
     w = np.zeros((40, C, R, S), np.int8)
     w[32, 0, 0, 0] = 9

@@ -1,4 +1,4 @@
-"""NVDLA direct-convolution and grouped weights against the reference of nvdla.md 6 and 7
+"""NVDLA direct-convolution and grouped weights against the reference of docs/nvdla.md §6 and 7
 (worked examples 6.2 / 7.2 / 16.5, loop nest vs closed form, exhaustive boundary shapes on every
 preset and precision, random shapes, round trips, errors)."""
 import dataclasses

@@ -1,4 +1,4 @@
-"""NVDLA Winograd weights against the reference of nvdla.md 9 (worked examples 9.7 / 16.7, loop
+"""NVDLA Winograd weights against the reference of docs/nvdla.md §9 (worked examples 9.7 / 16.7, loop
 nest vs closed form, exhaustive small shapes for every extendable kernel, random shapes, the
 transformed tensor read back, a Winograd F(2x2, 3x3) convolution with the packed weights against
 direct convolution, strided kernels through channel extension, errors)."""
@@ -229,7 +229,7 @@ def direct_conv(w: np.ndarray, x: np.ndarray, sy: int, sx: int, oh: int, ow: int
 
 def phase_split(x: np.ndarray, sy: int, sx: int, c_pad: int, h: int, w: int) -> np.ndarray:
     """The hardware's data-side channel extension: channel (py*sx + px)*C_pad + c holds
-    x[c][i*sy + py][j*sx + px] (nvdla.md 9.3)."""
+    x[c][i*sy + py][j*sx + px] (docs/nvdla.md §9.3)."""
     C = x.shape[0]
     xe = np.zeros((c_pad * sy * sx, h, w))
     for py in range(sy):
@@ -332,7 +332,7 @@ def test_fp16_rounding_of_hard_values(rounding, saturate):
                        logical=False)
     got = T[:, :, 0, 0].reshape(-1)[:values.size].view(np.uint16)
     want = to_fp16(values, rounding=rounding, saturate=saturate).view(np.uint16).copy()
-    want[values == 0] = 0  # a computed zero is +0 (nvdla.md 9.4, npupack's rule)
+    want[values == 0] = 0  # a computed zero is +0 (docs/nvdla.md §9.4, npupack's rule)
     assert np.array_equal(got, want)
 
 

@@ -1,7 +1,8 @@
-"""OpenVINO GPU (clDNN) formats (spec/openvino.md): the table, the name grammar, the seed's listing,
+"""OpenVINO GPU (clDNN) formats (docs/openvino.md): the table, the name grammar, the published listings,
 the worked examples, every supported format against the 3.2 reference on shapes with tails,
 transcribed OpenCL index functions, and oneDNN's reorder as a real peer."""
 import itertools
+import json
 import math
 import os
 import re
@@ -21,7 +22,8 @@ from tests.reference import blocked as ref
 from tests.reference import opencl as cl
 
 SUPPORTED = [f for f in ov.formats() if f.supported]
-SEED = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "002_045bb0d47d2a67c6.txt"
+# The index listings of OpenVINO's memory-format documentation (source named in the file).
+LISTINGS = json.loads((Path(__file__).parent / "data" / "openvino_listings.json").read_text(encoding="utf-8"))
 
 
 def ref_pack(info, x, lo=None, hi=None):
@@ -111,15 +113,15 @@ def test_onednn_column():
         mine = f.layout.to_onednn()
         if f.onednn is None:
             assert "swizzled" in f.name or "yx" in f.layout.logical or f.name.endswith("__ai32"), f.name
-        elif f.name.endswith("__ai8"):  # equivalent tag (spec 8.2)
+        elif f.name.endswith("__ai8"):  # equivalent tag (docs/openvino.md §8.2)
             assert mine is None
         else:
             assert mine == f.onednn, f.name
 
 
-def test_seed_listing_b_fs_yx_fsv16():
-    """Every line of the seed's listing: the physical coordinates exactly; the logical element
-    where the seed's fsv < f = 2 (spec 7, item 9: its `f=1` at 18, 34, ... is a typo for f=2)."""
+def test_published_listing_b_fs_yx_fsv16():
+    """Every line of OpenVINO's published listing: the physical coordinates exactly; the logical
+    element where the listing's fsv < f = 2 (docs/openvino.md §7, item 9: its `f=1` at 18, 34, ... is a typo for f=2)."""
     from npupack.explain import explain_lines
 
     lines = list(explain_lines(ov.parse_format("b_fs_yx_fsv16"), (2, 2, 2, 2)))
@@ -127,9 +129,8 @@ def test_seed_listing_b_fs_yx_fsv16():
     assert len(lines) == 129
     ours = {int(m.group(1)): (m.group(2), m.group(3)) for m in
             (re.match(r"i = (\d+) => (.*) == \[(.*)\];", ln) for ln in lines[1:])}
-    seed = SEED.read_text(encoding="utf-8", errors="replace") if SEED.exists() else pytest.skip("seed not found")
-    listed = re.findall(r"i = (\d+) => \[(b=\d; f=\d+; y=\d; x=\d)\] == \[(b=\d; fs=\d; y=\d; x=\d; fsv=\d+)\]", seed)
-    assert len(listed) == 32  # the seed elides the rest with "..."; all 128 lines are produced above
+    listed = LISTINGS["b_fs_yx_fsv16"]
+    assert len(listed) == 32  # the listing elides the rest with "..."; all 128 lines are produced above
     for i, left, right in listed:
         got_left, got_right = ours[int(i)]
         assert got_right == right
@@ -140,11 +141,10 @@ def test_seed_listing_b_fs_yx_fsv16():
             assert got_left == "padding"
 
 
-def test_seed_listing_bfyx():
+def test_published_listing_bfyx():
     from npupack.explain import explain_lines
 
-    seed = SEED.read_text(encoding="utf-8", errors="replace")
-    planar = re.findall(r"i = (\d+) => \[(b=\d; f=\d; y=\d; x=\d)\];", seed)
+    planar = LISTINGS["bfyx"]
     assert len(planar) == 16
     lines = list(explain_lines(ov.parse_format("bfyx"), (2, 2, 2, 2)))[1:]
     for i, left in planar:
@@ -490,7 +490,7 @@ def _index_coded(name, shape):
      lambda o, i, z, y, x, s: cl.os_is_zyx_osv_isv(o, i, z, y, x, s, 32, 16)),
     ("os_is_yx_isa8_osv8_isv4", (9, 40, 2, 2),
      lambda o, i, y, x, s: cl.g_os_is_zyx_isa_osv_isv(0, o, i, 0, y, x, (1, s[0], s[1], 1, s[2], s[3]), 8, 8, 4)),
-    ("os_is_yx_isv8_osv16_isv2", (20, 32, 2, 1),  # I % 16 == 0 (spec 7, item 5)
+    ("os_is_yx_isv8_osv16_isv2", (20, 32, 2, 1),  # I % 16 == 0 (docs/openvino.md §7, item 5)
      lambda o, i, y, x, s: cl.g_os_is_zyx_isa_osv_isv(0, o, i, 0, y, x, (1, s[0], s[1], 1, s[2], s[3]), 8, 16, 2)),
     ("g_os_is_yx_isv8_osv16_isv2", (2, 32, 16, 1, 2),
      lambda g, o, i, y, x, s: cl.g_os_is_zyx_isa_osv_isv(g, o, i, 0, y, x, (s[0], s[1], s[2], 1, s[3], s[4]), 8, 16,

@@ -28,7 +28,7 @@ W8 = np.arange(-72, 72, dtype=np.int8).reshape(4, 4, 3, 3)
 W16 = (np.arange(144, dtype=np.float32).reshape(4, 4, 3, 3) / 7).astype(np.float16)
 X16 = (np.arange(64, dtype=np.float32).reshape(1, 4, 4, 4) / 3).astype(np.float16)
 X8 = np.arange(48, dtype=np.int8).reshape(1, 3, 4, 4)
-STRIDE_NPU = (256, 1, 64, 16)  # kneron.md 7: 1W16C8B on KL730 for X8's shape
+STRIDE_NPU = (256, 1, 64, 16)  # docs/kneron.md §7: 1W16C8B on KL730 for X8's shape
 Y = np.arange(32, dtype=np.uint8).reshape(4, 8)
 UV = np.arange(16, dtype=np.uint8).reshape(2, 4, 2)
 IMG = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
@@ -65,7 +65,7 @@ def _result(r):
     return tuple(np.asarray(a) for a in r) if isinstance(r, tuple) else np.asarray(r)
 
 
-# None is clear_lsb's default (the chip decides; kneron.md 7), a bad value for every other flag.
+# None is clear_lsb's default (the chip decides; docs/kneron.md §7), a bad value for every other flag.
 BAD = [(case, bad) for case in FLAGS for bad in ("no", "", 1, 0, None, 1.0)
        if not (FLAGS[case][0] == "clear_lsb" and bad is None)]
 
@@ -134,7 +134,7 @@ def test_align_bpu_bytes_block_and_steps(kw, error, match):
 
 
 def test_align_bpu_bytes_custom_rule():
-    """A rule of 128-byte blocks with one 64-byte step: the definition (horizon.md 4.1) by hand."""
+    """A rule of 128-byte blocks with one 64-byte step: the definition (docs/horizon.md §4.1) by hand."""
     assert [hz.align_bpu_bytes(n, block=128, steps=(64,)) for n in (1, 64, 65, 128, 129, 193)] == \
         [64, 64, 128, 128, 192, 256]
     assert hz.align_bpu_bytes(100, steps=()) == 256
@@ -164,7 +164,7 @@ def test_kneron_whole_radix_as_float_or_numpy_integer():
     want = kn.quantize(F, 3, 0.5)
     assert np.array_equal(kn.quantize(F, 3.0, 0.5), want)
     assert np.array_equal(kn.quantize(F, np.int64(3), 0.5), want)
-    # clip(round(x * scale * 2**radix)) by hand for the per-axis case (kneron.md 5)
+    # clip(round(x * scale * 2**radix)) by hand for the per-axis case (docs/kneron.md §5)
     per_axis = kn.quantize(F, [1, 2, 3], 1.0, axis=0)
     assert np.array_equal(per_axis, np.rint(F.astype(np.float64) * np.array([[2.0], [4.0], [8.0]])).astype(np.int8))
 
@@ -192,7 +192,7 @@ def test_horizon_quantisation_parameters(call, error, match):
 
 
 def test_horizon_whole_parameters_as_floats():
-    """A shift or zero point given as a whole float means the same as the integer (horizon.md 7
+    """A shift or zero point given as a whole float means the same as the integer (docs/horizon.md §7
     formulas by hand)."""
     assert hz.dequantize([1000], quanti_type="SHIFT", shift=8.0).tolist() == [1000 / 256]
     assert hz.quantize([0.5, 1.0], dtype="S8", quanti_type="SCALE", scale=0.25, zero_point=3.0).tolist() == \
@@ -338,7 +338,7 @@ def test_pixel_conversion_takes_every_image_the_packer_takes():
 
 @pytest.mark.parametrize("qt", [0, 1, 2, [], (), {}, np.int64(2)])
 def test_quanti_type_is_a_name(qt):
-    """horizon.md 9: quantiType by name only. Empty containers and 0 used to mean NONE (the
+    """docs/horizon.md §9: quantiType by name only. Empty containers and 0 used to mean NONE (the
     values came back unquantised), 1 and 2 were refused only as the strings "1" and "2"."""
     with pytest.raises(TypeError, match="quanti_type: expected the name 'NONE', 'SHIFT' or 'SCALE'"):
         hz.quantize([0.5], dtype="S8", quanti_type=qt, scale=0.01)
@@ -351,7 +351,7 @@ def test_quanti_type_is_a_name(qt):
 @pytest.mark.parametrize("radix, scale", [(2**31, 1.0), (-2**31 - 1, 1.0), (200, 1.0), (-160, 1.0), (120, 1e10),
                                           ([7, 300], [1.0, 1.0])])
 def test_kneron_factor_fits_float32(radix, scale):
-    """kneron.md 5: radix is an int32 and dequantize divides by float32(scale) * float32(2**radix).
+    """docs/kneron.md §5: radix is an int32 and dequantize divides by float32(scale) * float32(2**radix).
     A factor that overflows or underflows float32 used to give 0 or inf for every value (with a
     RuntimeWarning at most)."""
     axis = None if np.ndim(radix) == 0 else 1
@@ -367,7 +367,7 @@ def test_kneron_factor_fits_float32(radix, scale):
 
 @pytest.mark.parametrize("code", [False, 0.0, np.float64(4)])
 def test_firmware_code_is_an_integer(code):
-    """kneron.md 3: the firmware format code is an integer. False and 0.0 used to look up code 0
+    """docs/kneron.md §3: the firmware format code is an integer. False and 0.0 used to look up code 0
     (1W16C8B on KL720), 4.0 code 4."""
     with pytest.raises(TypeError, match="code: expected an integer"):
         kn.DataLayout.from_firmware_code(code, "kl720")
@@ -376,7 +376,7 @@ def test_firmware_code_is_an_integer(code):
 
 @pytest.mark.parametrize("name", ["b", "", None])
 def test_memory_plan_view_names_a_placed_surface(name):
-    """nvdla.md 15.2: MemoryPlan.view of a name that is not placed is an error naming ``name``;
+    """docs/nvdla.md §15.2: MemoryPlan.view of a name that is not placed is an error naming ``name``;
     it used to be a bare KeyError."""
     plan = nv.MemoryPlan()
     plan.add("a", np.arange(10, dtype=np.uint8), kind="weight")

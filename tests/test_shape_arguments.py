@@ -15,7 +15,7 @@ import npupack.openvino as ov
 
 X = np.arange(48, dtype=np.int8).reshape(1, 3, 4, 4)
 SHAPE = (1, 3, 4, 4)
-STRIDE_NPU = (256, 1, 64, 16)  # kneron.md 7: 1W16C8B on KL730 for SHAPE (channel axis 1)
+STRIDE_NPU = (256, 1, 64, 16)  # docs/kneron.md §7: 1W16C8B on KL730 for SHAPE (channel axis 1)
 
 
 def _gen(values):

@@ -1,9 +1,9 @@
 """unpack_weights and unpack_sdp trust no field of a WeightSurfaces or SdpOperand built by hand
-(from a manifest, say). The fields that describe a weight mapping (nvdla.md 5.4: packed_shape,
+(from a manifest, say). The fields that describe a weight mapping (docs/nvdla.md §5.4: packed_shape,
 kernel_groups, bytes_per_kernel, meaningful_bytes, post_extension) must be what pack_weights
 gives for the logical shape and options the surface records, and the options must be ones
 pack_weights takes; an SDP operand's components, elements per atom, shape rank, strides and
-surface size must be those of its use, mode, precision and config (nvdla.md 12.1, 12.2). A field
+surface size must be those of its use, mode, precision and config (docs/nvdla.md §12.1, 12.2). A field
 that does not match used to unpack to other values, or to raise ZeroDivisionError or a NumPy
 reshape error, without naming the field."""
 import dataclasses
@@ -71,7 +71,7 @@ def test_the_fields_pack_weights_gives_unpack(case):
 def test_a_mapping_field_that_does_not_match_is_named(case, field):
     ws = _packed(case)
     if field == "post_extension" and ws.kind != "image":
-        bad = dataclasses.replace(ws, post_extension=2)  # other kinds take 1 only (nvdla.md 5.1)
+        bad = dataclasses.replace(ws, post_extension=2)  # other kinds take 1 only (docs/nvdla.md §5.1)
         with pytest.raises(ValueError, match="surfaces: post_extension"):
             _unpack(case, bad)
         return

@@ -389,7 +389,7 @@ PYBIND11_MODULE(_core, m) {
         py::gil_scoped_release release;
         npupack::highlow_split(src, dst, n);
       },
-      "Kneron high/low split of 16-scalar entries (kneron.md 7.4)");
+      "Kneron high/low split of 16-scalar entries (docs/kneron.md §7.4)");
   m.def(
       "highlow_merge",
       [](const py::array_t<uint8_t, 0>& in, py::array_t<int16_t, 0>& out) {
@@ -417,7 +417,7 @@ PYBIND11_MODULE(_core, m) {
         py::gil_scoped_release release;
         return npupack::pack_10bit(src, n, shifts.data(), dst);
       },
-      "Pack 10-bit pixels into LE words; returns the first out-of-range pixel or -1 (nvdla.md 4.3)");
+      "Pack 10-bit pixels into LE words; returns the first out-of-range pixel or -1 (docs/nvdla.md §4.3)");
   m.def(
       "unpack_10bit",
       [](const py::array_t<uint32_t, 0>& words, py::array_t<uint16_t, 0>& comps, const std::vector<int>& shifts) {
@@ -453,10 +453,10 @@ PYBIND11_MODULE(_core, m) {
         py::gil_scoped_release release;
         npupack::split_yuv444(src, h, w, w * 3 * eb, eb, v_first, yd, y_stride, y_pre, ud, uv_stride, uv_pre);
       },
-      "Split a YUV444 image into the Y and UV planes of a semi-planar format (nvdla.md 4.2, 4.4)");
+      "Split a YUV444 image into the Y and UV planes of a semi-planar format (docs/nvdla.md §4.2, 4.4)");
   m.def("pack_pixel_lines", &pixel_lines_call<true>, py::arg("img"), py::arg("order"), py::arg("plane"),
         py::arg("line_stride"), py::arg("pre"), py::arg("path") = "auto",
-        "Lay an (H, W, M) image out as one interleaved pixel plane, components reordered (nvdla.md 4.2, 4.4). "
+        "Lay an (H, W, M) image out as one interleaved pixel plane, components reordered (docs/nvdla.md §4.2, 4.4). "
         "`path` forces a shuffle kernel (auto, avx2, ssse3, scalar) for tests");
   m.def("unpack_pixel_lines", &pixel_lines_call<false>, py::arg("plane"), py::arg("order"), py::arg("img"),
         py::arg("line_stride"), py::arg("pre"), py::arg("path") = "auto", "Inverse of pack_pixel_lines");

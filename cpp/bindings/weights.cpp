@@ -91,7 +91,7 @@ void bind_weights(py::module_& m) {
         npupack::grouped_pack(src, sp, reinterpret_cast<char*>(dst), size, zeroed);
       },
       py::arg("w"), py::arg("out"), py::arg("groups"), py::arg("kpg"), py::arg("cb"), py::arg("zeroed") = false,
-      "Grouped DC weights into a zeroed surface without densifying (nvdla.md 6.1, 7.1)");
+      "Grouped DC weights into a zeroed surface without densifying (docs/nvdla.md §6.1, 7.1)");
   m.def(
       "winograd_pack",
       [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg, int target,
@@ -122,7 +122,7 @@ void bind_weights(py::module_& m) {
       },
       py::arg("w"), py::arg("out"), py::arg("sy"), py::arg("sx"), py::arg("c_pad"), py::arg("kpg"), py::arg("target"),
       py::arg("int_rounding"), py::arg("fp16_nearest_away"), py::arg("saturate"), py::arg("scale"),
-      "Winograd weights (nvdla.md 9): target 0 int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, "
+      "Winograd weights (docs/nvdla.md §9): target 0 int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, "
       "1 nearest_away, 2 truncate. Returns the meaningful bytes written.");
   m.def(
       "sparse_count",
@@ -138,7 +138,7 @@ void bind_weights(py::module_& m) {
         py::gil_scoped_acquire acquire;
         return counts;
       },
-      "Non-zero elements per kernel group (nvdla.md 11.1)");
+      "Non-zero elements per kernel group (docs/nvdla.md §11.1)");
   m.def(
       "sparse_compress",
       [](const py::array& stream, int64_t n, int es, py::array wmb, py::array data, const std::string& path) {
@@ -147,7 +147,7 @@ void bind_weights(py::module_& m) {
         return npupack::sparse_compress(a.s, n, a.es, a.w, a.d, a.cap, a.kernel);
       },
       py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("wmb"), py::arg("data"), py::arg("path") = "auto",
-      "WMB bits and compacted DATA (nvdla.md 11.1); returns the DATA bytes written. `path` forces a kernel "
+      "WMB bits and compacted DATA (docs/nvdla.md §11.1); returns the DATA bytes written. `path` forces a kernel "
       "(auto, avx512, avx2, ssse3, scalar) for tests");
   m.def(
       "sparse_compress_groups",
@@ -181,7 +181,7 @@ void bind_weights(py::module_& m) {
       },
       py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("group_elems"), py::arg("wmb"), py::arg("data"),
       py::arg("wgs"), py::arg("align"),
-      "The padded WMB, DATA and WGS surfaces (nvdla.md 11.1) in the given buffers; returns the DATA bytes "
+      "The padded WMB, DATA and WGS surfaces (docs/nvdla.md §11.1) in the given buffers; returns the DATA bytes "
       "written (without padding)");
   m.def(
       "sparse_group_popcount",
@@ -212,6 +212,6 @@ void bind_weights(py::module_& m) {
         npupack::sparse_decompress(d, size, w, n, es, o, kernel);
       },
       py::arg("data"), py::arg("wmb"), py::arg("n"), py::arg("es"), py::arg("out"), py::arg("path") = "auto",
-      "Expand WMB + DATA into n elements (nvdla.md 11.1). `path` forces a kernel (auto, avx512, ssse3, scalar) "
+      "Expand WMB + DATA into n elements (docs/nvdla.md §11.1). `path` forces a kernel (auto, avx512, ssse3, scalar) "
       "for tests");
 }

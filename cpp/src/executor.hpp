@@ -239,9 +239,8 @@ class Executor {
         batch_reads_rows_once_u8(in.extent, loops_[n - 2].extent)) {
       // The loop just outside already continues the run: batch_pairs gives it to a narrow
       // kernel that reads each row once. A byte group of 16 rows would take the SSE2 16x8
-      // blocks, which read 8 bytes of each row per block (os_is_yx_isv16_osv16 int8
-      // (256,256,3,3): 65 us grouped, 41 us batched). 16-bit groups run tall_u16 and stay
-      // grouped (58 us against 68 us batched), as does unpacking (tall_u8 over a row table).
+      // blocks, which read 8 bytes of each row per block. 16-bit groups run tall_u16, which
+      // beats batching them, and stay grouped, as does unpacking (tall_u8 over a row table).
       return;
     }
     size_t group = 1;
@@ -267,8 +266,8 @@ class Executor {
     std::vector<const Loop*> by_step;
     for (size_t g = n - 1 - group; g < n - 1; ++g) by_step.push_back(&loops_[g]);
     std::sort(by_step.begin(), by_step.end(), [](const Loop* a, const Loop* b) { return a->lstep > b->lstep; });
-    // Expanded digit by digit, slowest first (the group's loops tile the columns exactly): a
-    // division per digit and column made os_is_yx_isv16_osv16 fp16 (32,32,3,3) 7.5 instead of 4.1 us.
+    // Expanded digit by digit, slowest first (the group's loops tile the columns exactly),
+    // instead of a division per digit and column, which is slow.
     col_poff_.assign(1, 0);
     for (const Loop* lp : by_step) {
       std::vector<int64_t> more;
@@ -495,9 +494,7 @@ class Executor {
   // (channel blocks of 64 or 128 bytes), unrolled, with 32-byte moves where the CPU has AVX2;
   // 0: any multiple of 16. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
   // so the loop keeps only the largest magnitude per lane and compares once at the end (and + max
-  // per vector instead of and + compare + or). Copying the 64-byte blocks of (2048,512,1,1)
-  // fp16, the 16-byte and + compare + or test cost about 10 % over plain copies; 32-byte
-  // and + max about nothing.
+  // per vector instead of and + compare + or), which makes the test almost free next to the copy.
   template <int64_t N>
   static bool copy_rows_finite16(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, int64_t row,
                                  Ahead ahead) {
@@ -721,12 +718,9 @@ class Executor {
   //    ((8,3,224,224) in os_is_yx_isv16_osv16: 3 x 8 of 16 x 16);
   //  - the output is kDenseTileBytes or more and x spans a whole tile, whatever the holes. Past
   //    the caches, tiled_nest reads b x `in` rows (256 for isv16_osv16) in passes too short for
-  //    the hardware prefetchers and writes each line in b passes: os_is_yx_isv16_osv16
-  //    (8,64,224,224) int8 / fp16 took 4.7 / 7.9 ms, against 2.3 / 4.6 ms in tiles (np.copyto of
-  //    the output 2.1 / 4.6 ms), (16,64,112,112) fp16 2.1 against 1.4 ms. Smaller outputs stay
-  //    in L3, where tiled_nest's plain stores beat streaming ((64,64,28,28) fp16, 6.4 MB: 0.23
-  //    against 0.30 ms), and tiles of a short x (3x3 kernels: 9 columns) are too small to pay
-  //    ((1008,512,3,3) int8: 0.21 ms batched, 0.90 ms in tiles).
+  //    the hardware prefetchers and writes each line in b passes. Smaller outputs stay in L3,
+  //    where tiled_nest's plain stores beat streaming, and tiles of a short x (3x3 kernels: 9
+  //    columns) are too small to pay.
   // Decided once per plan (tiles_), as fills_holes relies on it.
   bool plan_tile_blocks() const {
     const size_t n = loops_.size();
@@ -948,8 +942,8 @@ class Executor {
   // in the source, read a block at a time: more streams than the hardware prefetchers follow,
   // so past the caches the reads waited on memory. Spread over the iterations of the loop inside
   // the outer one, the requests overlap with this group's packing.
-  // The slab and the share are worked out at part 0 only: two divisions per inner iteration
-  // were 5 % of a (256,256,3,3) fp16 os_is_yx_isv16_osv16 pack.
+  // The slab and the share are worked out at part 0 only: divisions are slow, and two per inner
+  // iteration would be a noticeable share of a pack.
   void next_slab_part(int64_t part, int64_t parts) {
     if (part == 0) {
       next_slab_ = outer_slab(outer_i_ + 1);
@@ -987,8 +981,7 @@ class Executor {
   static constexpr int64_t kTileBytes = 256 * 1024;            // tiled_nest: packed bytes of one x tile
   static constexpr int64_t kScatterTileBytes = 16 * 1024;      // tile_blocks, scattered: the same
   // tile_blocks, one transpose per b step: the same. A tile that stays in L1 while it is built and
-  // streamed out: 64 KB tiles (L2) made os_is_yx_isv16_osv16 (8,3,224,224) int8 / fp16 take
-  // 1.4-1.5 / 2.6-3.0 ms (median), 16 KB 0.7-1.0 / 1.2-1.3 ms (rebuilt and run alternately).
+  // streamed out; L2-sized tiles are slower (docs/performance.md).
   static constexpr int64_t kRowTileBytes = 16 * 1024;
   static constexpr int64_t kTilesAhead = 2;
   static constexpr int64_t kMaxBlockBytes = 4096;              // tile_blocks: largest block of one x column

@@ -1,7 +1,7 @@
 // Tests on the bits of binary16 values (INF, NaN, either), scalar and 8 halves at a time, for the
 // scans of convert.cpp. (The copies and transposes that test fp16 as they move it keep the largest
 // magnitude instead: executor.hpp, transpose_narrow.hpp.)
-// Spec: nvdla.md 14 (INF/NaN policy).
+// Spec: docs/nvdla.md §14 (INF/NaN policy).
 #pragma once
 #include <cstdint>
 

@@ -28,7 +28,7 @@ void grouped_pack(const char* src, const GroupedSpec& sp, char* dst, int64_t dst
   }
   if (!zeroed) std::memset(dst, 0, static_cast<size_t>(dst_size));
   const int64_t C = sp.cg * sp.groups, RS = sp.r * sp.s, kg = sp.k / sp.groups, eb = sp.elem_bytes;
-  // DC element index (nvdla.md 6.1): k0*C*RS + kn*c0*RS + ((r*S + s)*kn + (k - k0))*cn + (c - c0).
+  // DC element index (docs/nvdla.md §6.1): k0*C*RS + kn*c0*RS + ((r*S + s)*kn + (k - k0))*cn + (c - c0).
   std::vector<int64_t> c_base(static_cast<size_t>(C)), c_n(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
     const int64_t c0 = (c / sp.cb) * sp.cb;

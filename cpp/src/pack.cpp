@@ -184,12 +184,9 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
       if (!ex.fills_holes()) fill_holes(L, packed, pad);
       std::atomic<bool> ok{true}, covers{false};
       // The first slab is both checked and watched (below), so a tensor of one small slab is
-      // only checked: watching it too would add work and save none ((1,16,8,8) fp16 feature
-      // data). With two slabs or more, watching pays even for slabs that fit in L1, where the
-      // check was thought cheaper: checking slabs under 32 KB made ResNet-50's 1x1 fp16 DC
-      // weights (2-16 KB kernel groups) 20-60 % and (1,2048,7,7) fp16 feature data 19 % slower
-      // than watching them; (64,64,3,3) and (1,1024,14,14) are the same either way (pack /
-      // memcpy ratios, interleaved, rebuilt and run alternately).
+      // only checked: watching it too would add work and save none. With two slabs or more,
+      // watching pays even for slabs that fit in L1, where a separate check might seem cheaper
+      // (docs/performance.md).
       const auto first = ex.outer_slab(0);
       const bool watch =
           fp16_finite && (ex.outer_steps() >= 2 || first.second - first.first >= kWatchSlabBytes);
@@ -204,8 +201,8 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
         for (int64_t i = lo; i < hi && ok.load(std::memory_order_relaxed); ++i) {
           // Checked just before it is packed: the slab was prefetched while the previous one
           // was packed, so the check and the pack both read it from the caches. Checked after
-          // packing, it had partly left L2 for the next slab's prefetch (3x3 DC weights: three
-          // 147 KB slabs, in, out and next, in a 512 KB L2).
+          // packing, it would have partly left L2 for the next slab's prefetch (large slabs such
+          // as 3x3 DC weights' kernel groups: the slab in, its output and the next slab share L2).
           const auto slab = e.outer_slab(i);
           const int64_t size = slab.second - slab.first;
           if (mode != kWatch && !check(logical + slab.first, size)) {

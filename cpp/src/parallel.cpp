@@ -12,7 +12,7 @@ namespace npupack {
 
 namespace {
 
-// Asked once: glibc answers hardware_concurrency() by reading /sys (about 10 microseconds), and
+// Asked once: glibc answers hardware_concurrency() by reading /sys, which is slow, and
 // parallel_for asks on every call.
 int hardware_threads() {
   static const int n = [] {
@@ -26,7 +26,7 @@ std::atomic<int> g_threads{0};  // 0: the default
 thread_local bool t_in_parallel = false;
 
 // How long an idle worker (or a caller waiting for its workers) polls before it sleeps: compilers
-// call npupack layer after layer, and a wake-up through the scheduler costs tens of microseconds.
+// call npupack layer after layer, and a wake-up through the scheduler costs far more than a poll.
 constexpr auto kSpin = std::chrono::microseconds(200);
 
 template <class Ready>

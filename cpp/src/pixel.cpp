@@ -126,8 +126,8 @@ struct SplitMasks {
   }
 };
 
-// 16 bytes of Y and 32 of UV per step: 7 pshufb. Measured 5-30 % faster than the compiler's own
-// AVX2 vectorisation of split_row_impl (which was ~12x baseline x86-64).
+// 16 bytes of Y and 32 of UV per step: 7 pshufb. Hand-written because it beats the compiler's
+// own AVX2 vectorisation of split_row_impl (docs/performance.md).
 template <class T, bool VFirst>
 __attribute__((target("ssse3"))) void split_row_pshufb(const T* yuv, int64_t n, T* y, T* uv) {
   static const SplitMasks<T, VFirst> masks;

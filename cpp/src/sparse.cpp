@@ -211,15 +211,12 @@ __attribute__((target("avx2,popcnt"), always_inline)) inline int64_t store_step(
 // 64 bytes per step, software-pipelined: step i is stored while the controls of step i+1 are
 // loaded and the mask of step i+2 is built. In one step the mask feeds ~40 integer operations
 // (table indices, store offsets) and arrives late (load, compare, movemask); built in the same
-// iteration they filled the schedulers with waiting operations and the loop ran at the latency
-// of a step (~22 cycles per 64 bytes at 50 % zeros on Zen 3). Two steps ahead they are ready
-// when issued. The pipeline, the shift in `before` and 8-byte table rows took (512,512,3,3) at
-// 50 % zeros from 270 to 206 us (int8) and 362 to 305 us (fp16) on Zen 3, best of runs; dense
-// int8 is unchanged, dense fp16 ~10 % slower (one predictable branch skips the controls; still
-// ~0.8x memcpy). Joining each 16 bytes' two compacted halves by a second shuffle (one store per
-// 16 bytes instead of two) was slower, done either here or with the controls. A step runs
-// only while 64 bytes of capacity remain. The three buffers never overlap (__restrict): without
-// it every store to DATA or WMB would order the following loads of the stream behind it.
+// iteration they fill the schedulers with waiting operations and the loop runs at the latency
+// of a step. Two steps ahead they are ready when issued. Dense steps skip the controls by one
+// predictable branch. Each 16 bytes' two compacted halves take two stores: joining them by a
+// second shuffle costs more than the store it saves. A step runs only while 64 bytes of
+// capacity remain. The three buffers never overlap (__restrict): without it every store to DATA
+// or WMB would order the following loads of the stream behind it.
 template <int es>
 __attribute__((target("avx2,popcnt"))) int64_t compress_avx2(const uint8_t* __restrict s, int64_t n,
                                                              uint8_t* __restrict wmb, uint8_t* __restrict data,
@@ -278,11 +275,9 @@ __attribute__((target("avx512f"), always_inline)) inline void store_halves(uint8
 }
 
 // The step at p reads its 64 bytes again after keep_bits512 (from L1) and stores a dense step as
-// two 32-byte halves. Measured on Zen 5 against one load feeding both the test and the store,
-// and one 64-byte store: that loop was up to 1.5x faster on sparse int8 but ran dense weights
-// at 0.35-1x the AVX2 loop's speed, depending on the buffers' addresses; this one is never
-// slower than AVX2 on dense weights (alignments 0/16/32 of both buffers) and 1.4-2.2x faster
-// at 50 and 90 % zeros.
+// two 32-byte halves: one load feeding both the test and the store, and one 64-byte store, ran
+// dense weights slower than the AVX2 loop at some buffer alignments; this form does not, at
+// any alignment (docs/performance.md).
 template <int es>
 __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"), always_inline)) inline int64_t store_step512(
     const uint8_t* p, uint64_t keep, uint8_t* wmb_at, uint8_t* d) {
@@ -306,9 +301,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"))) int64_t compress_
   int64_t pos = 0, i = 0;
   // Four steps at a time: their loads and tests issue together, so the masks are ready when the
   // stores need them; four dense steps (a layer that is not pruned) are copied as they were
-  // loaded. At 50 % zeros on Zen 5 (compress_weights, best of 300, builds alternated three
-  // times): (256,256,3,3) int8 13.6-14.1 -> 11.2-11.8 us, fp16 25.6-26.3 -> 21.2-24.1 us;
-  // (512,512,3,3) 5 % less; dense streams unchanged (they run at the speed of the copy).
+  // loaded.
   for (; i + 4 * step <= n && pos + 256 <= cap; i += 4 * step) {
     const uint8_t* p = s + i * es;
     __m512i v[4];
@@ -361,9 +354,7 @@ bool has_ssse3() { return cpu().ssse3 && cpu().popcnt; }
 
 // The inverse of compress_avx512: 64 bytes of DATA at the running offset, expanded by the step's
 // WMB bits (vpexpandb/w in registers) into the step's 64 output bytes; a dense step is a copy.
-// Each step reads 64 bytes of DATA, so it runs only while they lie inside the buffer. On Zen 5,
-// (512,512,3,3) at 0/50/90 % zeros: 0.21-0.38x memcpy with the SSSE3 kernel, 0.67-0.86x with
-// this one.
+// Each step reads 64 bytes of DATA, so it runs only while they lie inside the buffer.
 template <int es>
 __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt"))) void decompress_avx512(
     const uint8_t* __restrict data, int64_t data_size, const uint8_t* __restrict wmb, int64_t n,
@@ -495,9 +486,9 @@ int64_t sparse_encode(const uint8_t* stream, int64_t n, int es, int64_t group_el
 
 namespace {
 
-// Four words per iteration into four sums: one sum's add chain held the loop to one word per
-// two cycles (23 us for the WMB of a (512,512,3,3) int8 layer, 8 % of compressing it). Always
-// inlined, so that the builtin becomes the popcnt instruction in a caller compiled for it.
+// Four words per iteration into four sums: with one sum, the loop runs at the latency of its
+// add chain. Always inlined, so that the builtin becomes the popcnt instruction in a caller
+// compiled for it.
 __attribute__((always_inline)) inline int64_t popcount_bits(const uint8_t* wmb, int64_t n) {
   int64_t c, i = 0;
   int64_t part[4] = {0, 0, 0, 0};
@@ -519,8 +510,8 @@ __attribute__((always_inline)) inline int64_t popcount_bits(const uint8_t* wmb, 
 }
 
 #ifdef NPUPACK_X86
-// The same loop compiled with the popcnt instruction (without it the builtin is a bit-trick
-// sequence several times slower).
+// The same loop compiled with the popcnt instruction (without it the builtin is a much slower
+// bit-trick sequence).
 __attribute__((target("popcnt"))) int64_t popcount_bits_hw(const uint8_t* wmb, int64_t n) {
   return popcount_bits(wmb, n);
 }

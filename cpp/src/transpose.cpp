@@ -84,9 +84,9 @@ __attribute__((always_inline)) inline void over_steps(int64_t n, int64_t by, Ste
 }
 
 // Runs block(r, c) over a rows x cols grid of rb x cb blocks. A remainder row or column range is
-// covered by one last block overlapping the previous one (it rewrites the same values): measured
-// faster than finishing element by element even for a single leftover column (3x3 kernels give
-// 9 columns). Matrices smaller than a block are done element by element.
+// covered by one last block overlapping the previous one (it rewrites the same values), which
+// is faster than finishing element by element even for a single leftover column (3x3 kernels
+// give 9 columns). Matrices smaller than a block are done element by element.
 template <int EB, class SR, class DC, class Block>
 void tile_2d(SR row, DC col, int64_t rows, int64_t cols, int64_t rb, int64_t cb, Block block) {
   if (rows < rb || cols < cb) {
@@ -108,9 +108,8 @@ __attribute__((always_inline)) inline void for_each_matrix(SR row, DC col, const
 }
 
 #if defined(NPUPACK_SSE2)
-// SSE2 (every x86-64): 16x8 / 8x8 bytes, 8x8 16-bit, 4x4 32-bit blocks. AVX2 versions (the same
-// shuffles on both 128-bit lanes) were measured slower on the AMD EPYC reference machine, so
-// there is no run-time dispatch.
+// SSE2 (every x86-64): 16x8 / 8x8 bytes, 8x8 16-bit, 4x4 32-bit blocks. AVX2 versions of these
+// (the same shuffles on both 128-bit lanes) measured slower, so there is no run-time dispatch.
 inline __m128i load8(const char* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
 inline __m128i load16(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 inline void store8(char* p, __m128i v) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), v); }
@@ -334,9 +333,9 @@ void blocks_u16_8x8(SR row, DC col, int64_t rows, int64_t cols) {
 }
 
 // Matrices of 2 to 7 columns whose rows are back to back (NVDLA DC weights of 1xN, Nx1 and 2x2
-// kernels: each kernel's channels x R*S taps) are narrower than every block kernel and went
-// element by element, at 0.6-1.6 ns per byte against 0.15 for 3x3 kernels; so did their
-// inverse, 3, 5, 6 or 7 rows interleaved into back-to-back columns (unpacking those weights).
+// kernels: each kernel's channels x R*S taps) are narrower than every block kernel and would go
+// element by element, many times slower per byte than 3x3 kernels; so would their inverse, 3,
+// 5, 6 or 7 rows interleaved into back-to-back columns (unpacking those weights).
 // 16 / EB rows of N columns are exactly N 16-byte registers, and so are their N columns: each
 // register of one side is built from every register of the other with one byte shuffle each,
 // ORed together. A ShuffleTable holds, for (N, EB) and a direction, the shuffle control

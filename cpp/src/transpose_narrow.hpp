@@ -25,9 +25,13 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 namespace npupack {
 namespace narrow {
+
+// The row and batch descriptions below are portable: the block loops of transpose.cpp take them on
+// every target; the SIMD kernels after them exist only on x86.
 
 // The rows of a block: row k starts at first + k * stride. With Ends, row `last` is the one row
 // whose whole-row read would pass the matrix's last element; the loads read it so that the read
@@ -97,13 +101,13 @@ inline void over_rows(int64_t rows, int64_t rb, Block block) {
   }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 #define NPUPACK_AI __attribute__((always_inline)) static inline
 // For the AVX2 kernels' entry points: over_batch, over_rows and the lambdas they call are
 // compiled without the AVX2 target (they serve every instruction set), so GCC cannot inline an
 // AVX2 block into them and called it once per block, with a vzeroupper and the block's constants
-// reloaded each time. Flattening inlines the whole loop into the AVX2 entry point: 16 rows of
-// 3x3 fp16 taps in 6.6-6.9 instead of 8.8-9.4 ns in L1, a 64x64 tall_u16 in 170-187 instead of
-// 208-357 ns; (1,256,56,56) int8 NVDLA feature packing 39 instead of 46 us.
+// reloaded each time. Flattening inlines the whole loop into the AVX2 entry point, so the
+// vzeroupper and the constants' loads happen once per call.
 #define NPUPACK_FLAT __attribute__((flatten))
 
 // 16 bytes from row k, whose first `Bytes` (9..16) are the row's; for the last row the read ends
@@ -128,7 +132,7 @@ __attribute__((always_inline)) inline void put16(const Cur& d, int64_t k, __m128
 // For outputs far larger than the caches (a streamed destination): the rows of a tall matrix are
 // N read streams, more than the hardware prefetchers follow, and the reads waited on memory.
 // Once per cache line of a row (every Per columns), ask for the line 256 bytes ahead in each
-// row (measured best among 128..1024 bytes).
+// row (a distance chosen by measurement, docs/performance.md).
 template <int N, int Per, class Cur>
 NPUPACK_AI void prefetch_rows(const Cur& s, int64_t c) {
   if (c % Per != 0) return;
@@ -140,8 +144,7 @@ NPUPACK_AI void prefetch_rows(const Cur& s, int64_t c) {
 // are more read streams than the hardware prefetchers follow, and past the caches the loads
 // waited on memory. Ask for each matrix's successor one batch ahead, once per cache line. Not when
 // the successor is the batch's next matrix (b_fs_yx_fsv16 over 3x3 planes): that is one
-// sequential stream, which the hardware follows, and the prefetches cost 2 ns of the 9 per
-// 16-row fp16 block in L1.
+// sequential stream, which the hardware follows, and the prefetches would only cost time.
 __attribute__((always_inline)) inline void prefetch_next(const RowReader& in, const Batch& b) {
   const int64_t bytes = in.rows * in.stride;
   if (b.count < 2 || in.stride != in.row_bytes || b.ahead != nullptr || b.sstep == bytes) return;
@@ -363,9 +366,7 @@ NPUPACK_FLAT void run_u16(RowReader in, DC col, const Batch& batch) {
 // then holds one column, one element per position, and one pshufb per column puts the rows in
 // order. Nine loads at 16-byte steps from the block start, three or four blend stages and nine
 // (16-bit) or eighteen (8-bit) shuffles per block, where the row-pair network it replaced made
-// 16 or 32 unaligned loads and 23 or 35 shuffles. Best of alternating processes:
-// (512,512,3,3) DC weights int8 152 -> 131 us, fp16 287 -> 260 us; (256,256,3,3)
-// b_fs_yx_fsv16 / fsv32 int8 30.4 / 29.2 -> 25.9 / 24.6 us.
+// 16 or 32 unaligned loads and 23 or 35 shuffles.
 //
 // The rotation stages are narrow::rotate9, with the blends below.
 template <int Imm>
@@ -540,9 +541,7 @@ NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* 
   const auto step = [&](int64_t r, int64_t c) {
     const auto s = row.at(r, 2 * c);
     // Past the caches (streamed), and for 32 rows (b_fs_yx_fsv32 fp16 activations) in L3 too,
-    // more rows are read at once than the hardware prefetchers follow: (1,256,56,56) and
-    // (1,64,112,112) in 33 instead of 41-43 us, (1,512,28,28) unchanged, (1,64,224,224) 4 %
-    // slower (alternating builds, best of 400).
+    // more rows are read at once than the hardware prefetchers follow, so they are prefetched.
     if (decltype(col.at(0, 0))::kStream || rows == 32) prefetch_rows<16, 32>(s, c);
     R a[8], out[8];
     for (int k = 0; k < 8; ++k) {
@@ -557,9 +556,8 @@ NPUPACK_AI void tall_u16_loop(SR row, DC col, int64_t rows, int64_t cols, bool* 
   if (rows == 32) {
     // 64-byte columns (b_fs_yx_fsv32 fp16 activations): both halves of a column in one step, so
     // that each line is written whole while it is in L1, not once per 16-row pass over a
-    // plane's worth of columns: (1,256,56,56) in 59 instead of 66 us. Streamed, each line's two
-    // non-temporal stores come 8 stores apart, and the line leaves the write-combining buffer
-    // whole: (8,64,224,224) in 1.8 ms, against 3.1 ms with plain stores.
+    // plane's worth of columns. Streamed, each line's two non-temporal stores come 8 stores
+    // apart, and the line leaves the write-combining buffer whole.
     over_rows(cols, 8, [&](int64_t c) {
       step(0, c);
       step(16, c);
@@ -640,11 +638,9 @@ NPUPACK_FLAT void tall_u8(SR row, DC col, int64_t rows, int64_t cols) {
 // and b_fs_yx_fsv32 int8 activations: 32 channels x H*W): rows r..r+15 in lane 0 and r+16..r+31
 // in lane 1, 16 bytes each, the whole byte network on both lanes (block_u8), and each column's 32
 // rows in one store. Against tall_u8's 8 columns per step, each row is read in half as many
-// loads and the blends that join the lanes are halved, for 8 more shuffles per 256 bytes.
-// Calls of both kernels interleaved in one process, median of the pairs' ratios: NVDLA int8
-// feature data (1,256,56,56) 0.87, (1,64,112,112) 0.84, (8,64,224,224) 0.84 of tall_u8's time;
-// b_fs_yx_fsv32 the same, 0.82-0.89. Its own entry point: folded into tall_u8 behind a column
-// test, the one flattened function ran 5-14 % slower on the same shapes.
+// loads and the blends that join the lanes are halved, for 8 more shuffles per 256 bytes, a net
+// gain. Its own entry point: folded into tall_u8 behind a column test, the one flattened
+// function is slower.
 namespace tall {
 struct V : avx2::V {
   template <int Bytes, class Cur>
@@ -668,8 +664,7 @@ NPUPACK_FLAT void tall16_u8(SR row, DC col, int64_t rows, int64_t cols) {
 // 8-bit elements, 16 to 31 rows (b_fs_yx_fsv16 activations: 16 channels x H*W), 32 columns per
 // step (cols >= 32): row k's 32 bytes are one load, columns c..c+15 in lane 0 and c+16..c+31 in
 // lane 1, and the 16-row byte network on both lanes gives columns j and j + 16 in one register
-// (two 16-byte stores). 64 shuffles per 512 bytes where the SSE2 16x8 blocks need 128: a 16 x 512
-// matrix in L1 in 204 against 316 ns; b_fs_yx_fsv16 int8 (8,3,224,224) in 199 against 294 us.
+// (two 16-byte stores). 64 shuffles per 512 bytes where the SSE2 16x8 blocks need 128.
 namespace wide {
 struct V : avx2::V {
   template <int Bytes, class Cur>
@@ -785,7 +780,7 @@ NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch, boo
 
 #undef NPUPACK_AI
 #undef NPUPACK_FLAT
+#endif  // x86
 
 }  // namespace narrow
 }  // namespace npupack
-#endif

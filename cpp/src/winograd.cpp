@@ -73,7 +73,7 @@ using Lanes4 = double __attribute__((vector_size(32)));
 // t = G g G^T with G = [[1,0,0],[.5,.5,.5],[.5,-.5,.5],[0,0,1]] for four channels at once
 // (g[j] = tap j, t[i] = output i, one channel per lane). Scaling by 0.5 is exact, so this is the
 // matrix product whatever the association; zero results are made +0 (`+ 0.0`) because the sign
-// of a computed zero depends only on the evaluation order (nvdla.md 9.4). The one definition of
+// of a computed zero depends only on the evaluation order (docs/nvdla.md §9.4). The one definition of
 // the arithmetic, for every path.
 __attribute__((always_inline)) inline void transform4(const Lanes4 g[9], Lanes4 t[16]) {
   Lanes4 a[12];  // a = G g, 4x3
@@ -181,7 +181,7 @@ inline void store_int_cube(const double* tv, double scale, char* dst) {
 #if defined(__x86_64__) || defined(__i386__)
 #define NPUPACK_WG_F16C 1
 // 64 doubles -> binary16, round to nearest even, with F16C. Converting through float would round
-// twice, so each double is first rounded to odd at float precision (nvdla.md 2.4's correctly
+// twice, so each double is first rounded to odd at float precision (docs/nvdla.md §2.4's correctly
 // rounded result, the classic double-rounding fix: float keeps 13 more bits than half). In the
 // integer domain that is: clear the 29 mantissa bits float drops and set the lowest kept one if
 // any of them was set; the result is exactly a float (in float's normal range; anything smaller

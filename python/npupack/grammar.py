@@ -10,9 +10,9 @@ Text forms:
 * ``Layout.parse("NCHW16c")`` — upper/lower-case outer letters give the outer nesting, then
   ``<n><letter>`` inner tiles: ``NCHW16c``, ``OIHW8i16o2i``, ``gOIHW16i16o``.
 * ``Layout.from_onednn("nChw16c")`` / ``Layout.from_onednn("ABcd8b8a4b")`` — oneDNN format tags
-  (named aliases and ``abc`` string tags; spec/openvino.md section 8).
+  (named aliases and ``abc`` string tags; docs/openvino.md §8).
 
-Offsets follow spec/openvino.md 3.2 (padding before blocking, mixed-radix digits).
+Offsets follow docs/openvino.md §3.2 (padding before blocking, mixed-radix digits).
 """
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ class Layout:
     # ------------------------------------------------------------------ text forms
     @classmethod
     def parse(cls, text: str, *, logical: Optional[Sequence[str]] = None) -> "Layout":
-        """Parse the DESIGN.md grammar: outer letters (each dim once, any case), then inner tiles
+        """Parse the layout grammar of docs/openvino.md §13: outer letters (each dim once, any case), then inner tiles
         ``<n><letter>`` (``NCHW16c``, ``OIHW8i16o2i``, ``gOIHW16i16o``).
 
         The NumPy axis order is ``logical`` if given, else the field's default for the letters:
@@ -153,7 +153,7 @@ class Layout:
     @classmethod
     def from_onednn(cls, tag: str) -> "Layout":
         """A oneDNN format tag: a named alias (``nChw16c``, ``OIhw8i16o2i``, ``gOIhw16i16o``,
-        ``hwio``) or an ``abc`` string tag (``aBcd16b``, ``ABcd8b8a4b``); spec/openvino.md 8.1.
+        ``hwio``) or an ``abc`` string tag (``aBcd16b``, ``ABcd8b8a4b``); docs/openvino.md §8.1.
 
         Dims are named ``A``, ``B``, ... in logical order (``a`` = logical dim 0). Raises
         LayoutError for a letter used twice or missing, an upper-case letter without an inner
@@ -194,7 +194,7 @@ class Layout:
         return cls(logical, tuple(c.upper() for c in outer_abc), tuple(tiles), (), tag)
 
     def to_onednn(self) -> Optional[str]:
-        """The ``abc`` string tag of this layout (spec/openvino.md 8.2), or None when a tag cannot
+        """The ``abc`` string tag of this layout (docs/openvino.md §8.2), or None when a tag cannot
         express it (explicit divisors, alignment, more than 12 dims). Never raises."""
         if any(t.divisor is not None for t in self.tiles) or self.align or len(self.logical) > _MAX_DIMS:
             return None
@@ -319,7 +319,7 @@ class Layout:
 
     def packed_shape(self, shape, *, pad_lo=None, pad_hi=None) -> tuple:
         """The extents of the nesting (outer counts, then tile sizes), elements: the shape of the
-        packed buffer viewed as a dense array (spec/openvino.md 3.2). ``shape`` is in logical
+        packed buffer viewed as a dense array (docs/openvino.md §3.2). ``shape`` is in logical
         order. Raises LayoutError for a rank mismatch, dims < 1 or negative padding."""
         shape, lo, hi = self._padding(shape, pad_lo, pad_hi)
         total = self._tile_products()
@@ -356,7 +356,7 @@ def _default_logical(outer: list) -> tuple:
 
 def _to_abc(tag: str, outer: str, blocks: list):
     """Translate a named oneDNN alias (n c d h w / g o i d h w letters) to abc letters, keeping
-    each letter's case (spec/openvino.md 8.1). abc tags pass through."""
+    each letter's case (docs/openvino.md §8.1). abc tags pass through."""
     n = len(outer)
     if all(c < chr(ord("a") + n) for c in outer.lower()):  # abc letters (repeats are reported later)
         return outer, blocks
@@ -411,7 +411,7 @@ def _check_dtype(dtype, what: str) -> np.dtype:
 
 
 def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.ndarray:
-    """Pack ``x`` into a blocked layout (generic engine; spec/openvino.md 3.2 and 4).
+    """Pack ``x`` into a blocked layout (generic engine; docs/openvino.md §3.2 and 4).
 
     Parameters
     ----------
@@ -460,7 +460,7 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
 
 def unpack(buf, layout, shape, dtype, *, pad_lo=None, pad_hi=None) -> np.ndarray:
     """Read the logical tensor back from a buffer packed in a blocked layout: the inverse of
-    :func:`pack` (generic engine; spec/openvino.md 3.2 and 4).
+    :func:`pack` (generic engine; docs/openvino.md §3.2 and 4).
 
     Parameters
     ----------

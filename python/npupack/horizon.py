@@ -1,5 +1,5 @@
 """Horizon Robotics BPU tensors (hb_dnn): validShape, alignedShape, byte strides, NV12 planes and
-quantisation (spec horizon.md; seed "Model input/output alignment rule parsing").
+quantisation (docs/horizon.md).
 
 A tensor of ``valid_shape`` (in its ``tensorLayout`` order, NHWC or NCHW) lives in a buffer where
 element ``idx`` is at byte ``sum(idx[d] * stride[d])``; ``stride`` comes from the model (authoritative)
@@ -22,7 +22,7 @@ __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "Tenso
            "numpy_dtype", "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12",
            "unpack_nv12", "quantize", "dequantize", "tensor_layout"]
 
-# hbDNNDataType names (horizon.md 2), identified by name, never by number.
+# hbDNNDataType names (docs/horizon.md §2), identified by name, never by number.
 _NUMPY = {"S8": np.int8, "U8": np.uint8, "S16": np.int16, "U16": np.uint16, "F16": np.float16, "S32": np.int32,
           "U32": np.uint32, "F32": np.float32, "S64": np.int64, "U64": np.uint64, "F64": np.float64}
 ELEMENT_SIZE = {name: np.dtype(t).itemsize for name, t in _NUMPY.items()}  # bytes per element
@@ -31,7 +31,7 @@ _IMAGE_TYPES = ("IMG_TYPE_Y", "IMG_TYPE_NV12", "IMG_TYPE_NV12_SEPARATE", "Y", "N
 
 @dataclass(frozen=True)
 class AlignmentRule:
-    """An alignedShape rule (horizon.md 4.3). Defaults are the published X3/X5 rule: byte
+    """An alignedShape rule (docs/horizon.md §4.3). Defaults are the published X3/X5 rule: byte
     extents rounded to ``256*k + r``, r in ``steps``; NHWC inputs with C <= ``small_c`` align H to
     ``small_c_h`` and W to ``small_c_w`` instead; NCHW aligns W. ``per_axis`` ({letter: ("elements"
     | "bytes", multiple)}), when given, replaces all of that with plain per-axis multiples."""
@@ -69,7 +69,7 @@ def _rule(rule) -> AlignmentRule:
 
 
 def numpy_dtype(value, arg: str = "dtype") -> np.dtype:
-    """The NumPy dtype of an element type (horizon.md 2), as every function here reads one.
+    """The NumPy dtype of an element type (docs/horizon.md §2), as every function here reads one.
 
     ``value`` is an hbDNNDataType name ("S8", "U8", "F16", ..., with or without the
     ``HB_DNN_TENSOR_TYPE_`` prefix, any case; read before NumPy would take "S8" for an 8-byte
@@ -81,7 +81,7 @@ def numpy_dtype(value, arg: str = "dtype") -> np.dtype:
     if isinstance(value, str):
         key = value.upper().replace("TENSOR_TYPE_", "").replace("HB_DNN_", "")
         if key in ("S4", "U4"):
-            raise UnsupportedError(f"{arg}: {value} (4-bit) tensors are not supported (horizon.md 2)")
+            raise UnsupportedError(f"{arg}: {value} (4-bit) tensors are not supported (docs/horizon.md §2)")
         if key in _NUMPY:
             return np.dtype(_NUMPY[key])
     if value is None:  # np.dtype(None) would be float64
@@ -102,8 +102,8 @@ def _elem_size(value, arg: str = "dtype") -> int:
 
 
 def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int:
-    """Round a byte extent up to the smallest ``block*k + r`` with r in ``steps`` or 0 (horizon.md
-    4.1): 16, 32, 64, 128, 256, 272, 288, 320, 384, 512, ... (bytes). Raises ValueError for n < 1,
+    """Round a byte extent up to the smallest ``block*k + r`` with r in ``steps`` or 0
+    (docs/horizon.md §4.1): 16, 32, 64, 128, 256, 272, 288, 320, 384, 512, ... (bytes). Raises ValueError for n < 1,
     a ``block`` < 1 or a step outside 1..block-1; TypeError for a non-integer n, block or step."""
     n = check_int(n, "n")
     if n < 1:
@@ -123,19 +123,19 @@ def align_bpu_bytes(n: int, *, block: int = 256, steps=(16, 32, 64, 128)) -> int
 
 
 def tensor_layout(layout) -> str:
-    """Normalise a tensorLayout (horizon.md 4.2): "NHWC" / "NCHW", any case, or the
+    """Normalise a tensorLayout (docs/horizon.md §4.2): "NHWC" / "NCHW", any case, or the
     HB_DNN_LAYOUT_* names; returns "NHWC" or "NCHW". Raises UnsupportedError for NONE or anything
     else (the alignment rule is defined for those two layouts only)."""
     key = str(layout).upper().replace("HB_DNN_LAYOUT_", "")
     if key in ("NHWC", "NCHW"):
         return key
     raise UnsupportedError(f"layout: {layout!r}; the alignment rule is defined for NHWC and NCHW tensors only "
-                           "(horizon.md 4.2)")
+                           "(docs/horizon.md §4.2)")
 
 
 def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "input", tensor_type=None,
                   rule="x3") -> tuple:
-    """Predict ``alignedShape`` from ``validShape`` (horizon.md 4.2; seed's rule).
+    """Predict ``alignedShape`` from ``validShape`` (docs/horizon.md §4.2).
 
     Parameters
     ----------
@@ -162,14 +162,14 @@ def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "inpu
     """
     if tensor_type is not None and str(tensor_type).upper().replace("HB_DNN_", "") in _IMAGE_TYPES:
         raise UnsupportedError(f"tensor_type: {tensor_type} images are laid out by row stride only; use pack_nv12 "
-                               "(horizon.md 5)")
+                               "(docs/horizon.md §5)")
     es = _elem_size(tensor_type, "tensor_type") if tensor_type is not None else _elem_size(dtype)
     layout = tensor_layout(layout)
     if role not in ("input", "output"):
         raise ValueError(f"role: 'input' or 'output', got {role!r}")
     a = list(check_dims(valid_shape, "valid_shape"))
     if len(a) != 4:
-        raise UnsupportedError(f"valid_shape: the rule is defined for 4-D tensors, got {len(a)} dims (horizon.md 4.2)")
+        raise UnsupportedError(f"valid_shape: the rule is defined for 4-D tensors, got {len(a)} dims (docs/horizon.md §4.2)")
     r = _rule(rule)
 
     def bytes_aligned(e):
@@ -203,7 +203,7 @@ def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "inpu
 
 def strides(shape, dtype) -> tuple:
     """Row-major byte strides of ``shape`` (elements, any rank) for ``dtype`` (NumPy dtype or
-    hbDNNDataType name): the strides of an alignedShape (horizon.md 3). Returns a tuple of ints,
+    hbDNNDataType name): the strides of an alignedShape (docs/horizon.md §3). Returns a tuple of ints,
     bytes. Raises UnsupportedError for 4-bit types, ValueError for unknown type names, TypeError
     for a dtype that is not integer or float."""
     es = _elem_size(dtype)
@@ -216,7 +216,7 @@ def strides(shape, dtype) -> tuple:
 
 @dataclass(frozen=True)
 class TensorProperties:
-    """The parts of ``hbDNNTensorProperties`` npupack uses (horizon.md 2). Only ``valid_shape`` is
+    """The parts of ``hbDNNTensorProperties`` npupack uses (docs/horizon.md §2). Only ``valid_shape`` is
     required; ``stride`` (bytes) wins over ``aligned_shape``."""
 
     valid_shape: tuple
@@ -240,7 +240,7 @@ def _byte_strides(valid_shape, es, stride, aligned):
             raise LayoutError(f"stride: {len(st)} entries for a {len(valid)}-d validShape {valid}")
         if any(s < 0 for s in st):
             raise LayoutError(f"stride: {st} has a negative entry; replace the runtime's -1 (dynamic dims) with "
-                              "actual byte strides first (horizon.md 6)")
+                              "actual byte strides first (docs/horizon.md §6)")
     elif aligned is not None:
         al = check_dims(aligned, "aligned_shape")
         if len(al) != len(valid) or any(a < v for a, v in zip(al, valid)):
@@ -249,12 +249,12 @@ def _byte_strides(valid_shape, es, stride, aligned):
     else:
         raise ValueError("stride / aligned_shape: one of them is required (the model's byte strides, or its "
                          "alignedShape; aligned_shape() predicts the latter)")
-    # horizon.md 3: stride[k] >= stride[k+1] * valid[k+1] over the axes of extent > 1 (no overlap)
+    # docs/horizon.md §3: stride[k] >= stride[k+1] * valid[k+1] over the axes of extent > 1 (no overlap)
     axes = [d for d in range(len(valid)) if valid[d] > 1]
     for a, b in zip(axes, axes[1:]):
         if st[a] < st[b] * valid[b]:
             raise LayoutError(f"stride: {st} overlaps: stride[{a}] = {st[a]} < stride[{b}] * validShape[{b}] = "
-                              f"{st[b] * valid[b]} (horizon.md 3)")
+                              f"{st[b] * valid[b]} (docs/horizon.md §3)")
     if axes and st[axes[-1]] < es:
         raise LayoutError(f"stride: innermost stride {st[axes[-1]]} is smaller than the element size {es}")
     return valid, st
@@ -262,7 +262,7 @@ def _byte_strides(valid_shape, es, stride, aligned):
 
 def nbytes(valid_shape, dtype, *, stride=None, aligned_shape=None, aligned_byte_size=None) -> int:
     """Bytes of the aligned buffer: ``aligned_byte_size`` when given (the model's figure), else
-    ``max_d stride[d] * validShape[d]`` (horizon.md 3). ``stride`` in bytes, ``aligned_shape`` in
+    ``max_d stride[d] * validShape[d]`` (docs/horizon.md §3). ``stride`` in bytes, ``aligned_shape`` in
     elements, one of them required. Raises LayoutError for bad/overlapping strides or an
     ``aligned_byte_size`` smaller than the strides address, TypeError for a non-integer one,
     ValueError when neither is given."""
@@ -273,7 +273,7 @@ def nbytes(valid_shape, dtype, *, stride=None, aligned_shape=None, aligned_byte_
 
 def _buffer_bytes(valid, st, es: int, aligned_byte_size) -> int:
     """The buffer's bytes: the model's ``aligned_byte_size`` when given (an integer, at least the
-    bytes the strides address), else the bytes the strides address (horizon.md 3)."""
+    bytes the strides address), else the bytes the strides address (docs/horizon.md §3)."""
     addressed = max(max((s * v for s, v in zip(st, valid)), default=es), es)
     if aligned_byte_size is None:
         return addressed
@@ -293,7 +293,7 @@ def _descriptor(valid, st, dtype):
 
 
 def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None) -> np.ndarray:
-    """Write ``x`` (validShape, any numeric dtype) into the padded BPU buffer (horizon.md 6):
+    """Write ``x`` (validShape, any numeric dtype) into the padded BPU buffer (docs/horizon.md §6):
     element ``idx`` at ``sum(idx * stride)`` bytes, zeros everywhere else (the BPU requires 0).
 
     ``stride`` (bytes, the model's) wins over ``aligned_shape``; one is required. Returns 1-D uint8
@@ -315,7 +315,7 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
 
 
 def strip(buf, valid_shape, dtype, *, stride=None, aligned_shape=None) -> np.ndarray:
-    """Read the valid tensor out of an aligned BPU buffer: the inverse of :func:`pad` (horizon.md 3, 6).
+    """Read the valid tensor out of an aligned BPU buffer: the inverse of :func:`pad` (docs/horizon.md §3, 6).
 
     Parameters
     ----------
@@ -370,7 +370,7 @@ def _row_stride(w: int, w_align, rule) -> int:
 
 
 def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
-    """NV12 planes (horizon.md 5): ``y`` (H, W) and ``uv`` (H/2, W/2, 2) uint8 -> one buffer of
+    """NV12 planes (docs/horizon.md §5): ``y`` (H, W) and ``uv`` (H/2, W/2, 2) uint8 -> one buffer of
     ``H*Ws*3/2`` bytes (Y rows of ``Ws`` bytes, then interleaved UV rows), or ``(y_buf, uv_buf)``
     with ``separate=True``. ``Ws = align(W, w_align or rule.image_w_align)`` (16 on X3/X5, pass
     32 for J6/S100); row tails are 0. Raises LayoutError for odd H/W or mismatched planes,
@@ -384,7 +384,7 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
         raise LayoutError(f"y: expected (H, W), got shape {y.shape}")
     h, w = y.shape
     if h % 2 or w % 2:
-        raise LayoutError(f"y: NV12 needs even H and W, got {h}x{w} (horizon.md 5)")
+        raise LayoutError(f"y: NV12 needs even H and W, got {h}x{w} (docs/horizon.md §5)")
     if uv.shape != (h // 2, w // 2, 2):
         raise LayoutError(f"uv: expected ({h // 2}, {w // 2}, 2) for a {h}x{w} image, got {uv.shape}")
     ws = _row_stride(w, w_align, rule)
@@ -397,7 +397,7 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
 
 def unpack_nv12(buf, height: int, width: int, *, w_align=None, rule="x3", uv_buf=None):
     """Inverse of :func:`pack_nv12`: returns ``(y, uv)``, uint8 ``(H, W)`` and ``(H/2, W/2, 2)``
-    (horizon.md 5). Give the UV plane as ``uv_buf`` for NV12_SEPARATE buffers. Raises LayoutError
+    (docs/horizon.md §5). Give the UV plane as ``uv_buf`` for NV12_SEPARATE buffers. Raises LayoutError
     for odd sizes, sizes < 2 or buffers shorter than their planes, TypeError for a height, width
     or ``w_align`` that is not an integer, ValueError for a ``w_align`` < 1."""
     height, width = check_int(height, "height"), check_int(width, "width")
@@ -428,20 +428,20 @@ def _params(properties, quanti_type, shift, scale, zero_point, axis):
 
 
 def _quanti_type(qt) -> str:
-    """hbDNNQuantiType by name (horizon.md 2, 9: names only, not the enum numbers); None is NONE."""
+    """hbDNNQuantiType by name (docs/horizon.md §2, 9: names only, not the enum numbers); None is NONE."""
     if qt is None:
         return "NONE"
     if not isinstance(qt, str):
         raise TypeError(f"quanti_type: expected the name 'NONE', 'SHIFT' or 'SCALE' (not the enum number; "
-                        f"horizon.md 2, 9), got {qt!r}")
+                        f"docs/horizon.md §2, 9), got {qt!r}")
     if qt.upper() not in ("NONE", "SHIFT", "SCALE"):
-        raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE (horizon.md 2)")
+        raise ValueError(f"quanti_type: {qt!r} is not NONE, SHIFT or SCALE (docs/horizon.md §2)")
     return qt.upper()
 
 
 def _along(values, ndim, axis, name):
     if values is None:
-        raise ValueError(f"{name}: required by this quanti_type (horizon.md 7)")
+        raise ValueError(f"{name}: required by this quanti_type (docs/horizon.md §7)")
     if axis is not None:
         check_int(axis, "axis")
     v = np.asarray(values, dtype=np.float64)
@@ -457,22 +457,22 @@ def _along(values, ndim, axis, name):
 
 
 def _shift(shift, ndim, axis):
-    """SHIFT parameters: whole numbers in 0..255 (``uint8 *shiftData``, horizon.md 2)."""
-    return check_whole(_along(shift, ndim, axis, "shift"), "shift", " (horizon.md 7)", 0, 255)
+    """SHIFT parameters: whole numbers in 0..255 (``uint8 *shiftData``, docs/horizon.md §2)."""
+    return check_whole(_along(shift, ndim, axis, "shift"), "shift", " (docs/horizon.md §7)", 0, 255)
 
 
 def _scale_zero_point(scale, zp, ndim, axis):
     """SCALE parameters: scales finite and nonzero, zero points whole numbers of int32."""
     sc = _along(scale, ndim, axis, "scale")
     if not np.all(np.isfinite(sc) & (sc != 0)):
-        raise ValueError(f"scale: must be finite and nonzero, got {scale!r} (horizon.md 7)")
-    z = check_whole(_along(zp if zp is not None else 0, ndim, axis, "zero_point"), "zero_point", " (horizon.md 7)",
+        raise ValueError(f"scale: must be finite and nonzero, got {scale!r} (docs/horizon.md §7)")
+    z = check_whole(_along(zp if zp is not None else 0, ndim, axis, "zero_point"), "zero_point", " (docs/horizon.md §7)",
                     -2**31, 2**31 - 1)
     return sc, z
 
 
 def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None, properties=None):
-    """int -> float32 (horizon.md 7): SHIFT ``q / 2**shift[k]``, SCALE ``(q - zp[k]) * scale[k]``
+    """int -> float32 (docs/horizon.md §7): SHIFT ``q / 2**shift[k]``, SCALE ``(q - zp[k]) * scale[k]``
     (subtraction in integers), NONE: float32(q). ``k`` runs along ``axis`` when the parameters
     have more than one value. Parameters may come from ``properties`` (TensorProperties).
     Returns float32 of ``q``'s shape. Raises ValueError for an unknown quanti_type, a missing
@@ -497,7 +497,7 @@ def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, 
 
 def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None,
              rounding="nearest_even", properties=None):
-    """float -> int of ``dtype`` (horizon.md 7): SHIFT ``sat(round(x * 2**shift[k]))``, SCALE
+    """float -> int of ``dtype`` (docs/horizon.md §7): SHIFT ``sat(round(x * 2**shift[k]))``, SCALE
     ``sat(round(x / scale[k] + zp[k]))``; computed in float64, rounded half to even (or
     "nearest_away"), always saturated to the type's range (+-inf too). Returns ``dtype`` of
     ``x``'s shape. Raises ValueError for a missing dtype or parameter, bad rounding or

@@ -37,7 +37,7 @@ DEFAULT_PIXEL_FORMAT = {"int8": "T_A8B8G8R8", "int16": "T_A16B16G16R16", "fp16":
 
 def _is_image_layer(layer, pixel_format) -> bool:
     """A first layer NVDLA runs in image-input mode: it reads the model's input, has at most as
-    many channels as the pixel format gives, and is not grouped (nvdla.md 8)."""
+    many channels as the pixel format gives, and is not grouped (docs/nvdla.md §8)."""
     return (pixel_format is not None and layer.op_type == "Conv" and layer.reads_graph_input and layer.group == 1
             and layer.weights.shape[1] <= PIXEL_FORMATS[pixel_format].comps)
 
@@ -49,7 +49,7 @@ COMPRESS_MODES = {"off": False, "on": True, "auto": "auto"}
 def _winograd_eligible(layer, config: Config, precision: str, winograd: str) -> bool:
     """``--winograd auto``: fp16/int16 ``Conv`` layers, not grouped or dilated, whose kernel
     becomes 3x3 after channel extension (3x3 stride 1; 5x5/6x6 stride 2; 7x7-9x9 stride 3),
-    on a config with Winograd (nvdla.md 9.1). int8 stays DC: the transform's quarter steps do not
+    on a config with Winograd (docs/nvdla.md §9.1). int8 stays DC: the transform's quarter steps do not
     fit int8 without losing precision."""
     if winograd != "auto" or not config.winograd or precision == "int8" or layer.op_type != "Conv":
         return False
@@ -98,7 +98,7 @@ def _unsupported_reason(layer):
         return layer.note
     if layer.op_type == "ConvTranspose":
         if layer.group != 1:
-            return f"grouped deconvolution (group={layer.group}) has no NVDLA weight format (nvdla.md 10.1)"
+            return f"grouped deconvolution (group={layer.group}) has no NVDLA weight format (docs/nvdla.md §10.1)"
         if any(d != 1 for d in layer.dilations):
             return f"dilated deconvolution (dilations={list(layer.dilations)}) is not supported"
     return None
@@ -135,7 +135,7 @@ class _FileSink:
 
 
 class _ImageSink:
-    """Every surface placed in one ``image.bin`` by a MemoryPlan (nvdla.md 15)."""
+    """Every surface placed in one ``image.bin`` by a MemoryPlan (docs/nvdla.md §15)."""
 
     def __init__(self, out: Path, config: Config):
         from npupack.nvdla import MemoryPlan
@@ -173,18 +173,18 @@ def check_options(config: Config, *, precision: str, quantize: str, pixel_format
     so that a typo is one error, not one failed model or layer each); returns ``image`` as a
     bool. Raises TypeError for a ``config`` that is not a :class:`Config` or an ``image`` that is
     not a bool, ValueError for a mode or pixel format name that does not exist and for a
-    precision or compression the config lacks (nvdla.md 2.3, 4.2, 11)."""
+    precision or compression the config lacks (docs/nvdla.md §2.3, 4.2, 11)."""
     check_config(config)
     config.require_precision(precision)
     image = check_bool(image, "image")
     _mode(quantize, QUANTIZE_MODES, "quantize")
     if pixel_format is not None and pixel_format != "auto":
         _mode(pixel_format, PIXEL_FORMATS, "pixel_format",
-              "'auto', None or a name of npupack.nvdla.PIXEL_FORMATS (nvdla.md 4.2)")
+              "'auto', None or a name of npupack.nvdla.PIXEL_FORMATS (docs/nvdla.md §4.2)")
     _mode(winograd, WINOGRAD_MODES, "winograd")
     _mode(compress, COMPRESS_MODES, "compress")
     if COMPRESS_MODES[compress] is True and not config.compression:
-        raise ValueError(f"compress: config {config.name!r} has no sparse weight compression (nvdla.md 11)")
+        raise ValueError(f"compress: config {config.name!r} has no sparse weight compression (docs/nvdla.md §11)")
     return image
 
 
@@ -213,7 +213,7 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         Winograd weights (int16 with a power-of-two ``winograd_scale`` in the manifest, chosen
         so that no value saturates; the output conversion must divide by it).
     compress : {"off", "on", "auto"}
-        Sparse weight compression (nvdla.md 11); "auto" compresses a surface only when that is
+        Sparse weight compression (docs/nvdla.md §11); "auto" compresses a surface only when that is
         strictly smaller; the manifest's ``encoding`` says which was chosen.
     image : bool
         Place every surface (weights, WMB/WGS, SDP operands) in one ``image.bin`` with each

@@ -1,4 +1,4 @@
-"""Kneron NPU data layouts (spec kneron.md; seed "Supported NPU Data Layout Format").
+"""Kneron NPU data layouts (docs/kneron.md).
 
 KL520, KL630 and KL720 (shape info v1) use closed formulas: channel blocks of 4 / 16 / 1 scalars
 and a width alignment, nested ``[h][c/CB][align(W)][c%CB]`` on KL520 (HCW) and
@@ -30,7 +30,7 @@ CHIPS = V1_CHIPS + V2_CHIPS
 
 
 class DataLayout(IntEnum):
-    """``kp_model_tensor_data_layout_t`` of Kneron PLUS 3.2 (kneron.md section 3). Members are
+    """``kp_model_tensor_data_layout_t`` of Kneron PLUS 3.2 (docs/kneron.md §3). Members are
     the vendor names with a ``KP_`` prefix; functions also accept the plain names ("4W4C8B")."""
 
     KP_UNKNOWN = 0
@@ -76,14 +76,14 @@ class DataLayout(IntEnum):
 
     @classmethod
     def from_firmware_code(cls, code: int, chip: str) -> "DataLayout":
-        """Map a per-chip firmware/NEF format code (kneron.md section 3) to the PLUS value.
+        """Map a per-chip firmware/NEF format code (docs/kneron.md §3) to the PLUS value.
         Raises TypeError for a code that is not an integer, UnsupportedError for codes npupack
         does not know."""
         code = check_int(code, "code")
         table = _FIRMWARE.get(_chip(chip), {})
         if code not in table:
             raise UnsupportedError(f"code: firmware format code {code} is not known for {chip} "
-                                   f"(known: {sorted(table)}; kneron.md 3)")
+                                   f"(known: {sorted(table)}; docs/kneron.md §3)")
         return cls.named(table[code])
 
 
@@ -93,7 +93,7 @@ _FIRMWARE = {
     "kl630": {0: "1W16C8B", 2: "4W4C8B", 4: "16W1C8B", 6: "8W1C16B"},
 }
 
-# Scalar type per layout (kneron.md section 3): bits, or "f32".
+# Scalar type per layout (docs/kneron.md §3): bits, or "f32".
 _SCALAR = {1: 8, 2: 8, 3: 8, 4: 16, 5: 16, 6: 16, 7: 16, 8: 8, 9: 16, 10: "f32", 11: 8, 12: 16, 13: 8, 14: 8,
            15: 8, 16: 16, 17: 16}
 _HIGHLOW = {DataLayout.KP_4W4C8BHL, DataLayout.KP_1W16C8BHL, DataLayout.KP_16W1C8BHL,
@@ -102,7 +102,7 @@ _OUTER_GROUP = {DataLayout.KP_1W16C8B, DataLayout.KP_1W16C8BHL}
 _INPUT_ONLY = {DataLayout.KP_4W4C8B, DataLayout.KP_HW4C8B_KEEP_A, DataLayout.KP_HW4C8B_DROP_A, DataLayout.KP_HW1C8B,
                DataLayout.KP_HW1C16B_LE, DataLayout.KP_HW1C16B_BE}
 
-# v1 chips (kneron.md 6.4): layout -> (channel block CB, width alignment WB); KL520 nests HCW.
+# v1 chips (docs/kneron.md §6.4): layout -> (channel block CB, width alignment WB); KL520 nests HCW.
 _V1 = {
     "kl520": {DataLayout.KP_4W4C8B: (4, 16), DataLayout.KP_16W1C8B: (1, 16)},
     "kl630": {DataLayout.KP_4W4C8B: (4, 4), DataLayout.KP_1W16C8B: (16, 1), DataLayout.KP_16W1C8B: (1, 16),
@@ -117,9 +117,9 @@ def _chip(chip) -> str:
     c = chip.strip().lower()
     if c == "kl530":
         raise UnsupportedError("chip: 'kl530' is not decoded by the Kneron host library; if its NEF follows the "
-                               "KL630 rules, pass chip='kl630' knowingly (kneron.md 4)")
+                               "KL630 rules, pass chip='kl630' knowingly (docs/kneron.md §4)")
     if c not in CHIPS:
-        raise UnsupportedError(f"chip: unknown Kneron chip {chip!r}; supported: {list(CHIPS)} (kneron.md 4)")
+        raise UnsupportedError(f"chip: unknown Kneron chip {chip!r}; supported: {list(CHIPS)} (docs/kneron.md §4)")
     return c
 
 
@@ -129,7 +129,7 @@ def _scalar_dtype(layout: DataLayout) -> np.dtype:
 
 
 def v1_layout(layout, chip: str) -> Layout:
-    """The engine layout of a v1 chip's format (kneron.md 6.4), logical dims (N, C, H, W).
+    """The engine layout of a v1 chip's format (docs/kneron.md §6.4), logical dims (N, C, H, W).
     Raises UnsupportedError for a layout the chip does not have."""
     lay, chip = DataLayout.named(layout), _chip(chip)
     if chip not in V1_CHIPS:
@@ -138,7 +138,7 @@ def v1_layout(layout, chip: str) -> Layout:
         cb, wb = _V1[chip][lay]
     except KeyError:
         raise UnsupportedError(f"layout: {lay.vendor_name} is not available on {chip.upper()} "
-                               f"(it has {[m.vendor_name for m in _V1[chip]]}; kneron.md 4)") from None
+                               f"(it has {[m.vendor_name for m in _V1[chip]]}; docs/kneron.md §4)") from None
     outer = ("N", "H", "C", "W") if chip == "kl520" else ("N", "C", "H", "W")
     tiles = (Tile("C", cb),) if cb > 1 else ()
     align = (("W", wb),) if wb > 1 else ()
@@ -152,30 +152,30 @@ def _v1_shape(shape) -> tuple:
     if len(shape) == 4:
         if shape[0] != 1:
             raise UnsupportedError(f"shape: batch {shape[0]} != 1; released NEFs for KL520/KL630/KL720 use B = 1 "
-                                   "(kneron.md 6)")
+                                   "(docs/kneron.md §6)")
         return shape
     raise LayoutError(f"shape: expected (C, H, W) or (1, C, H, W), got {shape}")
 
 
 def _v2_descriptor(lay: DataLayout, shape, stride_npu, dtype, stride_onnx=None):
-    """(engine descriptor, scalar count N) for the stride rule of kneron.md 7; ``shape`` is
+    """(engine descriptor, scalar count N) for the stride rule of docs/kneron.md §7; ``shape`` is
     already checked (a tuple of ints >= 1)."""
     if stride_npu is None:
         raise ValueError("stride_npu: required for KL730/KL830 (the NEF's per-axis scalar strides; "
-                         "predict_stride_npu() only predicts them; kneron.md 7)")
+                         "predict_stride_npu() only predicts them; docs/kneron.md §7)")
     strides = check_dims(stride_npu, "stride_npu", minimum=0)
     if len(strides) != len(shape):
-        raise LayoutError(f"stride_npu: {len(strides)} entries for a {len(shape)}-d shape {shape} (kneron.md 7.10)")
+        raise LayoutError(f"stride_npu: {len(strides)} entries for a {len(shape)}-d shape {shape} (docs/kneron.md §7.10)")
     if stride_onnx is not None and check_dims(stride_onnx, "stride_onnx", minimum=0) != _row_major(shape):
         raise LayoutError(f"stride_onnx: {tuple(stride_onnx)} is not the row-major stride of {shape} "
-                          "(kneron.md 7.1)")
+                          "(docs/kneron.md §7.1)")
     eb = dtype.itemsize
     names = [f"d{i}" for i in range(len(shape))]
     if lay in _OUTER_GROUP:
         ones = [i for i, s in enumerate(strides) if s == 1]
         if len(ones) != 1:
             raise LayoutError(f"stride_npu: {lay.vendor_name} needs exactly one axis with stride 1 (the channel "
-                              f"axis), got {strides} (kneron.md 7.2)")
+                              f"axis), got {strides} (docs/kneron.md §7.2)")
         ch = ones[0]
         group = max(strides[d] * shape[d] for d in range(len(shape)) if d != ch)
         dims = [Dim(n, shape[i], (16,) if i == ch else ()) for i, n in enumerate(names)]
@@ -189,7 +189,7 @@ def _v2_descriptor(lay: DataLayout, shape, stride_npu, dtype, stride_onnx=None):
             c = shape[ones[0]] if ones else (shape[1] if len(shape) > 1 else shape[0])
             if c > 4:
                 raise UnsupportedError(f"layout: {lay.vendor_name} on KL730/KL830 holds at most 4 channels with "
-                                       f"linear strides, got C = {c} (kneron.md 7.8)")
+                                       f"linear strides, got C = {c} (docs/kneron.md §7.8)")
         dims = [Dim(n, shape[i]) for i, n in enumerate(names)]
         byte_strides = {(names[i], 0): strides[i] * eb for i in range(len(shape))}
         n_scalars = max(strides[d] * shape[d] for d in range(len(shape)))
@@ -197,7 +197,7 @@ def _v2_descriptor(lay: DataLayout, shape, stride_npu, dtype, stride_onnx=None):
         desc = strided_layout(dims, byte_strides, dtype)
     except LayoutError as e:
         raise LayoutError(f"stride_npu: {strides} maps two elements to one slot for shape {shape} "
-                          f"(kneron.md 7.10): {e}") from None
+                          f"(docs/kneron.md §7.10): {e}") from None
     return desc, max(n_scalars, 1)
 
 
@@ -258,7 +258,7 @@ def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
 
 
 def nbytes(layout, shape, *, chip: str, stride_npu=None) -> int:
-    """Bytes of the NPU buffer (kneron.md 6.1, 6.2, 7.5) for ``shape`` ((C, H, W) / (1, C, H, W)
+    """Bytes of the NPU buffer (docs/kneron.md §6.1, 6.2, 7.5) for ``shape`` ((C, H, W) / (1, C, H, W)
     on v1 chips, the ONNX shape on v2 chips). Raises as :func:`pack`."""
     return _plan(layout, shape, chip, stride_npu)[4]
 
@@ -271,7 +271,7 @@ def _input_array(x, lay: DataLayout, dtype: np.dtype) -> np.ndarray:
         return arr
     if arr.dtype.kind == "f":
         raise TypeError(f"x: float data ({arr.dtype}) for the integer layout {lay.vendor_name}; quantise explicitly "
-                        "with npupack.kneron.quantize (kneron.md 5)")
+                        "with npupack.kneron.quantize (docs/kneron.md §5)")
     if arr.dtype.kind not in "iu" or arr.dtype.itemsize != dtype.itemsize:
         raise TypeError(f"x: {lay.vendor_name} takes {dtype.itemsize * 8}-bit integers (int{dtype.itemsize * 8} or "
                         f"uint{dtype.itemsize * 8}), got {arr.dtype}")
@@ -279,7 +279,7 @@ def _input_array(x, lay: DataLayout, dtype: np.dtype) -> np.ndarray:
 
 
 def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=None, out=None) -> np.ndarray:
-    """Lay a tensor out for the Kneron NPU (kneron.md 6, 7).
+    """Lay a tensor out for the Kneron NPU (docs/kneron.md §6, 7).
 
     Parameters
     ----------
@@ -308,7 +308,7 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
     Raises
     ------
     UnsupportedError
-        Unknown chip, KL530, a layout marked "-" for the chip (kneron.md 4), batch != 1 on v1
+        Unknown chip, KL530, a layout marked "-" for the chip (docs/kneron.md §4), batch != 1 on v1
         chips, 4W4C8B with C > 4 on v2 chips.
     ValueError / LayoutError
         Missing or overlapping ``stride_npu``, wrong shape, ``out`` too small, read-only or sharing
@@ -342,13 +342,13 @@ def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, 
 
     Input-only layouts (4W4C8B, the HW* formats) cannot be NPU outputs: decoding one raises
     UnsupportedError unless ``allow_input_only=True`` (round trips, simulators). Layouts as
-    :func:`pack` (kneron.md 3, 7). Otherwise raises as :func:`pack`, LayoutError when ``buf`` is
+    :func:`pack` (docs/kneron.md §3, 7). Otherwise raises as :func:`pack`, LayoutError when ``buf`` is
     too short, and TypeError when ``allow_input_only`` or ``clear_lsb`` is not a bool."""
     allow_input_only = check_bool(allow_input_only, "allow_input_only")
     lay, chip, desc, eshape, total, dtype = _plan(layout, shape, chip, stride_npu, stride_onnx)
     if lay in _INPUT_ONLY and not allow_input_only:
         raise UnsupportedError(f"layout: {lay.vendor_name} is an input-only layout and cannot be an NPU output "
-                               "(kneron.md 3); pass allow_input_only=True to read back a buffer you packed")
+                               "(docs/kneron.md §3); pass allow_input_only=True to read back a buffer you packed")
     data = np.asarray(buf)
     if data.dtype != np.uint8:
         raise TypeError(f"buf: expected uint8 bytes, got {data.dtype}")
@@ -388,29 +388,29 @@ def _radix_scale(radix, scale, arr: np.ndarray, axis) -> tuple:
     """``radix`` and ``scale`` for ``arr`` as float64 arrays broadcasting along ``axis`` (an
     integer in range, or None), and the float32 factor ``scale * 2**radix``: radix whole numbers
     of int32 (a power-of-two exponent: 1.5 is not truncated), scale finite and > 0, the factor
-    finite and nonzero in float32 (kneron.md 5)."""
+    finite and nonzero in float32 (docs/kneron.md §5)."""
     ndim, size = arr.ndim, None
     if axis is not None:
         if not -ndim <= check_int(axis, "axis") < ndim:
             raise ValueError(f"axis: {axis} is out of range for a {ndim}-d tensor")
         size = arr.shape[axis]
-    r = check_whole(_per_axis(radix, ndim, axis, "radix", size), "radix", " (a power-of-two exponent; kneron.md 5)",
+    r = check_whole(_per_axis(radix, ndim, axis, "radix", size), "radix", " (a power-of-two exponent; docs/kneron.md §5)",
                     -2**31, 2**31 - 1)
     s = _per_axis(scale, ndim, axis, "scale", size)
     if not np.all(np.isfinite(s) & (s > 0)):
-        raise ValueError(f"scale: must be finite and > 0, got {scale!r} (kneron.md 5)")
+        raise ValueError(f"scale: must be finite and > 0, got {scale!r} (docs/kneron.md §5)")
     # dequantize divides by the factor in float32: one that overflows to inf or underflows to 0
     # (a radix of 200, say) would turn every value into 0 or inf without a word.
     with np.errstate(over="ignore", under="ignore"):
         factor = s.astype(np.float32) * np.exp2(r).astype(np.float32)
     if not np.all(np.isfinite(factor) & (factor > 0)):
         raise ValueError(f"radix: scale * 2**radix must be a finite nonzero float32, got radix {radix!r} with "
-                         f"scale {scale!r} (kneron.md 5)")
+                         f"scale {scale!r} (docs/kneron.md §5)")
     return r, s, factor
 
 
 def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="nearest_even", dtype=None):
-    """Host-side input quantisation (kneron.md 5): ``clip(round(x * scale * 2**radix))``.
+    """Host-side input quantisation (docs/kneron.md §5): ``clip(round(x * scale * 2**radix))``.
 
     ``radix`` (int) and ``scale`` (float) are scalars or 1-D arrays along ``axis``. The result is
     int8 or int16 (bits from ``layout``, else ``bits``, else 8) of ``x``'s shape;
@@ -451,7 +451,7 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
 
 
 def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
-    """Output dequantisation (kneron.md 5): ``float32(q) / (float32(scale) * float32(2**radix))``,
+    """Output dequantisation (docs/kneron.md §5): ``float32(q) / (float32(scale) * float32(2**radix))``,
     bit for bit as the vendor decoder; per tensor or per index of ``axis``. Returns float32 of
     ``q``'s shape. Raises TypeError for non-numeric ``q`` or a non-integer ``axis``, ValueError
     for per-axis parameters without ``axis`` or of the wrong length, a radix that is not a whole
@@ -466,7 +466,7 @@ def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
 
 def predict_stride_npu(shape, layout) -> tuple:
     """The ``stride_npu`` a KL730 NEF would *likely* hold for a ``[1, C, H, W]`` tensor
-    (kneron.md 7.9), in scalars per axis. Non-authoritative: the NEF's strides win; never used
+    (docs/kneron.md §7.9), in scalars per axis. Non-authoritative: the NEF's strides win; never used
     implicitly. Raises ValueError for an unknown layout, LayoutError for a non-4-D shape of a
     blocked layout."""
     lay = DataLayout.named(layout)

@@ -4,7 +4,7 @@ A :class:`BlockedLayout` describes where every element of a logical tensor lives
 byte buffer: logical dims, each split into an outer count and inner tiles, a loop nest over those
 parts (slowest first), optional byte strides per loop, and ragged (unpadded) last blocks. Every
 dense format of npupack (NVDLA feature cubes and direct-convolution weight groups today) is one of
-these descriptors handed to the same C++ engine. See DESIGN.md, "Dense layouts are data".
+these descriptors handed to the same C++ engine. See docs/design.md §2.
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class BlockedLayout:
         lower digits of the logical index.
     dtype : numpy dtype
         Element type; its itemsize (1, 2, 4 or 8 bytes) is the element size. Packed elements are
-        little-endian (DESIGN.md): a big-endian dtype stands for its little-endian twin, which
+        little-endian (docs/design.md §6.1): a big-endian dtype stands for its little-endian twin, which
         ``self.dtype`` holds and ``unpack`` returns.
     byte_strides : mapping (dim name, level) -> int, optional
         Explicit byte strides for some loops; the others are packed against the loops inside
@@ -175,7 +175,7 @@ class BlockedLayout:
 def little_endian(x: np.ndarray) -> np.ndarray:
     """``x`` itself when its elements are stored little-endian (or are single bytes); else a
     little-endian copy with the same values. The engine moves bytes, and every packed layout
-    stores multi-byte elements little-endian (DESIGN.md), so a big-endian array is converted
+    stores multi-byte elements little-endian (docs/design.md §6.1), so a big-endian array is converted
     here rather than packed as garbage."""
     order = x.dtype.byteorder
     if order == ">" or (order == "=" and not _HOST_LITTLE):

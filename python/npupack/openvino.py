@@ -1,4 +1,4 @@
-"""OpenVINO GPU plugin (clDNN) memory formats (spec/openvino.md; seed "GPUPluginMemoryFormats").
+"""OpenVINO GPU plugin (clDNN) memory formats (docs/openvino.md).
 
 Every supported named format is a :class:`~npupack.grammar.Layout` built from the spec's table
 (``npupack.openvino_table``), packed by the generic engine. Arrays are passed in the format's
@@ -33,7 +33,7 @@ _SPATIAL = "vuwzyx"  # outer to inner
 
 @dataclass(frozen=True)
 class FormatInfo:
-    """One named clDNN format (spec/openvino.md section 5).
+    """One named clDNN format (docs/openvino.md §5).
 
     ``kind`` is "data", "weights" or "grouped_weights"; ``logical`` the NumPy axis order
     (``"bfyx"``); ``nesting`` the physical order (``"[b][f/16][y][x][f%16]"``); ``onednn`` the
@@ -92,7 +92,7 @@ def formats() -> list:
 # ---------------------------------------------------------------------- the name grammar (3.1)
 
 def parse_name(name: str) -> Layout:
-    """Derive a layout from a clDNN format name by the grammar of spec/openvino.md 3.1
+    """Derive a layout from a clDNN format name by the grammar of docs/openvino.md §3.1
     (outer parts, ``<dims>s<a|v><N>`` blocks, ``__aiN`` / ``__aoN`` alignment). The logical
     order follows from the letters: ``g o i`` + spatial for grouped weights, ``o i`` + spatial
     for weights, ``b f`` + spatial for data. ``_swizzled_by_N`` is rejected (defined only for
@@ -101,7 +101,7 @@ def parse_name(name: str) -> Layout:
         raise TypeError(f"name: expected a str, got {type(name).__name__}")
     if "_swizzled_by_" in name:
         raise UnsupportedError(f"name {name!r}: swizzled formats are defined only by the table of "
-                               "spec/openvino.md section 5, not by the grammar")
+                               "docs/openvino.md §5, not by the grammar")
     body, align = name, []
     while True:
         m = re.search(r"__a([io])(\d+)$", body)
@@ -125,7 +125,7 @@ def parse_name(name: str) -> Layout:
                 pos += 2 if part.startswith("s", pos + 1) else 1
             else:
                 raise LayoutError(f"name {name!r}: part {part!r} is not an outer part or a block "
-                                  "(spec/openvino.md 3.1)")
+                                  "(docs/openvino.md §3.1)")
     letters = set("".join(outer))
     if "g" in letters:
         first = "goi"
@@ -150,12 +150,12 @@ def parse_format(name: str) -> Layout:
     if entry is not None:
         info = entry[1]
         if not info.supported:
-            raise UnsupportedError(f"format {name!r} is not supported: {info.reason} (spec/openvino.md 6)")
+            raise UnsupportedError(f"format {name!r} is not supported: {info.reason} (docs/openvino.md §6)")
         return info.layout
     try:
         return parse_name(name)
     except LayoutError:
-        raise LayoutError(f"format {name!r}: unknown clDNN format (not in spec/openvino.md section 5 and not "
+        raise LayoutError(f"format {name!r}: unknown clDNN format (not in docs/openvino.md §5 and not "
                           "readable by the grammar of 3.1); see npupack.openvino.formats()") from None
 
 
@@ -163,7 +163,7 @@ layout = parse_format
 
 
 def to_onednn(name: str) -> Optional[str]:
-    """The equivalent oneDNN string tag of a format (``"aBcd16b"``; spec/openvino.md 8.3), or
+    """The equivalent oneDNN string tag of a format (``"aBcd16b"``; docs/openvino.md §8.3), or
     None (swizzled, merged dims, ``__ai32``). Raises as :func:`parse_format` for unknown or
     left-out names."""
     entry = _table().get(name)
@@ -187,16 +187,16 @@ def _prepare(name: str, shape, pad_lo, pad_hi):
     nonzero = any(v for v in (pad_lo or ())) or any(v for v in (pad_hi or ()))
     if lay.rank == 2 and len(shape) in (4, 5):  # fully-connected: (N, C*H*W) / (K, C*R*S)
         if nonzero:
-            raise UnsupportedError(f"format {name!r}: fully-connected formats take no padding (spec/openvino.md 4)")
+            raise UnsupportedError(f"format {name!r}: fully-connected formats take no padding (docs/openvino.md §4)")
         shape = (shape[0], int(np.prod(shape[1:])))
     if "yx" in lay.logical:
         if len(shape) != 5:
             raise LayoutError(f"shape: format {name!r} takes (G, O, I, Y, X), got {shape}")
         if shape[1] != 1 or shape[2] != 1:
             raise UnsupportedError(f"format {name!r}: only O = I = 1 (depthwise) is self-consistent in clDNN's "
-                                   f"kernel, got O={shape[1]}, I={shape[2]} (spec/openvino.md 6)")
+                                   f"kernel, got O={shape[1]}, I={shape[2]} (docs/openvino.md §6)")
         if nonzero:
-            raise UnsupportedError(f"format {name!r}: weight formats take no padding (spec/openvino.md 4)")
+            raise UnsupportedError(f"format {name!r}: weight formats take no padding (docs/openvino.md §4)")
         shape = shape[:3] + (shape[3] * shape[4],)
     if len(shape) != lay.rank:
         raise LayoutError(f"shape: format {name!r} has rank {lay.rank} ({''.join(lay.logical)}), got {len(shape)} "
@@ -205,10 +205,10 @@ def _prepare(name: str, shape, pad_lo, pad_hi):
     is_data = lay.logical[0] == "b"
     if nonzero and (not is_data or section == "5.4" or lay.rank == 2):
         raise UnsupportedError(f"format {name!r}: weight and fully-connected formats take no padding "
-                               "(spec/openvino.md 4)")
+                               "(docs/openvino.md §4)")
     if nonzero and name == "fs_b_yx_fsv32" and ((pad_lo and pad_lo[0]) or (pad_hi and pad_hi[0])):
         raise UnsupportedError("format 'fs_b_yx_fsv32': its kernel ignores batch padding in the slice pitch, so "
-                               "batch padding is not supported (spec/openvino.md 4)")
+                               "batch padding is not supported (docs/openvino.md §4)")
     return lay, shape, pad_lo, pad_hi
 
 
@@ -225,20 +225,20 @@ def _pads(padding, pad_lo, pad_hi):
 
 def nbytes(name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=None) -> int:
     """Bytes of the packed buffer of a ``shape`` (logical order, elements) tensor of ``dtype``
-    (spec/openvino.md 3.2). Raises as :func:`pack`."""
+    (docs/openvino.md §3.2). Raises as :func:`pack`."""
     lay, shape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
     return lay.nbytes(shape, _check_dtype(dtype, "dtype"), pad_lo=lo, pad_hi=hi)
 
 
 def packed_shape(name: str, shape, *, pad_lo=None, pad_hi=None, padding=None) -> tuple:
-    """The extents of the physical nesting, elements (spec/openvino.md 3.2). Raises as
+    """The extents of the physical nesting, elements (docs/openvino.md §3.2). Raises as
     :func:`pack`."""
     lay, shape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
     return lay.packed_shape(shape, pad_lo=lo, pad_hi=hi)
 
 
 def offset_of(name: str, shape, index, *, pad_lo=None, pad_hi=None, padding=None) -> int:
-    """Offset in **elements** of logical ``index`` (same rank as ``shape``; spec/openvino.md 3.2).
+    """Offset in **elements** of logical ``index`` (same rank as ``shape``; docs/openvino.md §3.2).
     Raises LayoutError for a mismatched or out-of-range index, TypeError for an index entry that is
     not an integer, otherwise as :func:`pack`."""
     lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))
@@ -252,7 +252,7 @@ def offset_of(name: str, shape, index, *, pad_lo=None, pad_hi=None, padding=None
 
 
 def pack(x, name: str, *, pad_lo=None, pad_hi=None, padding=None, pad_value=0, out=None) -> np.ndarray:
-    """Pack ``x`` into the named clDNN format (spec/openvino.md 3.2, 4).
+    """Pack ``x`` into the named clDNN format (docs/openvino.md §3.2, 4).
 
     Parameters
     ----------
@@ -314,7 +314,7 @@ def unpack(buf, name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=No
     """Read a ``shape`` (logical order) tensor of ``dtype`` back from a packed buffer.
 
     With ``check_padding=True`` every position that holds no element must equal ``pad_value``,
-    else LayoutError (useful against oracles). Layouts as :func:`pack` (spec/openvino.md 3.2, 4).
+    else LayoutError (useful against oracles). Layouts as :func:`pack` (docs/openvino.md §3.2, 4).
     Raises as :func:`pack`, LayoutError when ``buf`` is too short, TypeError when
     ``check_padding`` is not a bool."""
     dtype = _check_dtype(dtype, "dtype")

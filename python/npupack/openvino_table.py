@@ -1,5 +1,5 @@
 # ruff: noqa: E501
-"""The named clDNN formats of OpenVINO's GPU plugin, transcribed from spec/openvino.md section 5
+"""The named clDNN formats of OpenVINO's GPU plugin, transcribed from docs/openvino.md §5
 (format.hpp @ c59927dfd454): one row per name, in the spec's column notation. This is data; the
 rules that read it live in npupack.openvino."""
 
@@ -148,7 +148,7 @@ ROWS = (
     ('5.7', 'giy_xs_os_xsv2_osv16__ao32', 'grouped_weights', '–', 'left out (xsv2, see 6)', '–', '–', '–'),
 )
 
-# Why each left-out format is not packed (spec/openvino.md section 6).
+# Why each left-out format is not packed (docs/openvino.md §6).
 LEFT_OUT = {
     'winograd_2x3_s1_data': 'the values are Winograd-transformed, not re-laid-out; the tile conventions are private to the kernels (the traits of winograd_2x3_s1_data even contradict themselves, section 7). A transform belongs in a pass, and clDNN does not document these tiles',
     'winograd_2x3_s1_weights': 'the values are Winograd-transformed, not re-laid-out; the tile conventions are private to the kernels (the traits of winograd_2x3_s1_data even contradict themselves, section 7). A transform belongs in a pass, and clDNN does not document these tiles',

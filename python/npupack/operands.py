@@ -1,4 +1,4 @@
-"""SDP operands of a model's layers for the pack job (nvdla.md 12): a convolution's bias (fp16),
+"""SDP operands of a model's layers for the pack job (docs/nvdla.md §12): a convolution's bias (fp16),
 or its int16 bias with the per-channel output rescale (INT8/INT16 pipelines, as NVIDIA's compiler
 derives them), and batch-norm pairs. Integer pipelines need the scales of the activation
 tensors, read from a calibration table in NVIDIA's JSON schema
@@ -74,7 +74,7 @@ def conv_operand(layer, precision: str, config, weight_scales, scales):
 
 
 def batchnorm_operand(bn, precision: str, config, scales):
-    """A ``BatchNormalization`` as one SDP pair (nvdla.md 12.5): ``y = (x + alu) * mul`` with
+    """A ``BatchNormalization`` as one SDP pair (docs/nvdla.md §12.5): ``y = (x + alu) * mul`` with
     ``mul = scale / sqrt(var + eps)`` and ``alu = bias / mul - mean`` (float32), which equals
     ONNX's ``(x - mean) * mul + bias``. int8/int16 (needs ``scales``): ``alu`` as int16 in
     units of the input scale with a left shift, ``mul * Si / So`` factorised into int16

@@ -4,7 +4,7 @@ a verification of the whole directory (``npupack verify``) that also unpacks eve
 
 What a consumer of packed weights needs before loading them onto hardware, or after copying a
 model zoo's packed weights around: that no byte changed and that every surface still decodes
-with the mapping its manifest entry describes (nvdla.md 5.4, 11.1, 15).
+with the mapping its manifest entry describes (docs/nvdla.md §5.4, 11.1, 15).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pure-NumPy oracle for blocked layouts, written from spec/openvino.md 3.2 only (no engine code):
+"""Pure-NumPy oracle for blocked layouts, written from docs/openvino.md §3.2 only (no engine code):
 
     P[a] = L[a] + D[a] + U[a];  E[a] = align(P[a]);  T[a] = product of a's tiles;  Q[a] = ceil(E[a]/T[a])
     digit of tile j = ((idx[a_j] + L[a_j]) // div_j) % n_j   (default div_j: product of later tiles of a_j)

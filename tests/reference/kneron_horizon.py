@@ -1,4 +1,4 @@
-"""Oracles for Kneron (kneron.md 6, 7) and Horizon (horizon.md 3-5), written as explicit loops over
+"""Oracles for Kneron (docs/kneron.md §6, 7) and Horizon (docs/horizon.md §3-5), written as explicit loops over
 element indices from the specs' formulas (no engine code)."""
 import numpy as np
 
@@ -8,7 +8,7 @@ def cdiv(a, b):
 
 
 def kneron_v1_offset(chip, layout, c, h, w, C, H, W):
-    """The offset formulas of kneron.md 6.1 / 6.2 (scalars)."""
+    """The offset formulas of docs/kneron.md §6.1 / 6.2 (scalars)."""
     W16, W8, W4 = cdiv(W, 16) * 16, cdiv(W, 8) * 8, cdiv(W, 4) * 4
     if layout == "4W4C8B":
         if chip == "kl520":
@@ -39,7 +39,7 @@ def kneron_v1_pack(x, chip, layout):
 
 
 def kneron_v2_index(idx, shape, stride_npu, outer_group):
-    """kneron.md 7.1 / 7.2: scalar index of an ONNX index."""
+    """docs/kneron.md §7.1 / 7.2: scalar index of an ONNX index."""
     e = sum(i * s for i, s in zip(idx, stride_npu))
     if outer_group:
         ch = [d for d, s in enumerate(stride_npu) if s == 1][0]
@@ -72,7 +72,7 @@ def kneron_v2_pack(x, stride_npu, outer_group=False, highlow=False):
 
 
 def horizon_pad(x, stride, total):
-    """horizon.md 3 / 6: element idx at sum(idx * stride) bytes, zeros elsewhere."""
+    """docs/horizon.md §3 / 6: element idx at sum(idx * stride) bytes, zeros elsewhere."""
     buf = np.zeros(total, dtype=np.uint8)
     es = x.dtype.itemsize
     for idx in np.ndindex(*x.shape):
@@ -82,7 +82,7 @@ def horizon_pad(x, stride, total):
 
 
 def align_bpu_bytes_table(n):
-    """horizon.md 4.1 by enumeration: the smallest 256*k + r >= n with r in {0,16,32,64,128}, > 0."""
+    """docs/horizon.md §4.1 by enumeration: the smallest 256*k + r >= n with r in {0,16,32,64,128}, > 0."""
     best = None
     for k in range(0, n // 256 + 2):
         for r in (0, 16, 32, 64, 128):

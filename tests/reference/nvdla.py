@@ -1,4 +1,4 @@
-"""Independent NumPy/Python oracles for NVDLA formats, written from spec/nvdla.md (not from the
+"""Independent NumPy/Python oracles for NVDLA formats, written from docs/nvdla.md (not from the
 C++ core). Each format has a scalar loop-nest version that follows the spec's pseudo-code line by
 line (used on small shapes) and, where larger shapes need it, a vectorised version whose inner
 loops are NumPy slices; the tests check the two against each other."""
@@ -13,7 +13,7 @@ import numpy as np
 
 
 def fp16_bits(x: float, rounding: str = "nearest_even", saturate: bool = True) -> int:
-    """binary16 bits of the real value ``x`` by the definition of nvdla.md 2.2.1 (exact rational
+    """binary16 bits of the real value ``x`` by the definition of docs/nvdla.md §2.2.1 (exact rational
     arithmetic, no bit tricks)."""
     if math.isnan(x):
         raise ValueError("NaN has no single expected pattern here")
@@ -54,7 +54,7 @@ def _ceil_log2_inv(ax: Fraction) -> int:
 
 
 def quantize(w: np.ndarray, precision: str, mode: str):
-    """nvdla.md 2.3, every step a separate float32 NumPy scalar operation."""
+    """docs/nvdla.md §2.3, every step a separate float32 NumPy scalar operation."""
     qmax, qmin = (127, -128) if precision == "int8" else (32767, -32768)
     w = np.asarray(w, dtype=np.float32)
     k = w.shape[0]
@@ -85,7 +85,7 @@ def quantize(w: np.ndarray, precision: str, mode: str):
 
 
 def feature_address(n, c, h, w, *, A, es, line_stride, surface_stride, batch_stride):
-    """The address formula of nvdla.md 3.1."""
+    """The address formula of docs/nvdla.md §3.1."""
     return n * batch_stride + (c // A) * surface_stride + h * line_stride + w * A * es + (c % A) * es
 
 
@@ -101,7 +101,7 @@ def feature_strides(shape, *, atom_bytes, es, line_stride=None, surface_stride=N
 
 
 def pack_feature_loops(x: np.ndarray, *, atom_bytes, line_stride=None, surface_stride=None, batch_stride=None):
-    """Scalar loops over every element (nvdla.md 3.1/3.2): zero buffer, each element at its
+    """Scalar loops over every element (docs/nvdla.md §3.1/3.2): zero buffer, each element at its
     address, little-endian."""
     es = x.dtype.itemsize
     ls, ss, bs, nbytes = feature_strides(x.shape, atom_bytes=atom_bytes, es=es, line_stride=line_stride,
@@ -138,7 +138,7 @@ def pack_feature_vectorised(x: np.ndarray, *, atom_bytes, line_stride=None, surf
 
 
 def dc_order_loops(K, C, R, S, kpg, cb):
-    """The (k, c, r, s) emitted at each position, by the loop nest of nvdla.md 6.1."""
+    """The (k, c, r, s) emitted at each position, by the loop nest of docs/nvdla.md §6.1."""
     out = []
     for k0 in range(0, K, kpg):
         kn = min(kpg, K - k0)
@@ -153,7 +153,7 @@ def dc_order_loops(K, C, R, S, kpg, cb):
 
 
 def dc_closed_form(k, c, r, s, K, C, R, S, kpg, cb):
-    """Element index by the closed form of nvdla.md 6.1."""
+    """Element index by the closed form of docs/nvdla.md §6.1."""
     k0 = (k // kpg) * kpg
     kn = min(kpg, K - k0)
     c0 = (c // cb) * cb
@@ -170,7 +170,7 @@ def pack_dc_loops(w: np.ndarray, *, kpg, cb, tail):
 
 
 def pack_dc_vectorised(w: np.ndarray, *, kpg, cb, tail):
-    """nvdla.md 6.1 with the group and block loops in Python and the r, s, k, c loops as one
+    """docs/nvdla.md §6.1 with the group and block loops in Python and the r, s, k, c loops as one
     NumPy transpose per block."""
     K, C, R, S = w.shape
     le = w.astype(w.dtype.newbyteorder("<"))
@@ -184,7 +184,7 @@ def pack_dc_vectorised(w: np.ndarray, *, kpg, cb, tail):
 
 
 def densify_groups(w: np.ndarray, groups: int) -> np.ndarray:
-    """nvdla.md 7.1: dense (K, G*Cg, R, S) with zeros outside each group's channel range."""
+    """docs/nvdla.md §7.1: dense (K, G*Cg, R, S) with zeros outside each group's channel range."""
     K, Cg, R, S = w.shape
     Kg = K // groups
     dense = np.zeros((K, groups * Cg, R, S), dtype=w.dtype)
@@ -198,7 +198,7 @@ def densify_groups(w: np.ndarray, groups: int) -> np.ndarray:
 
 
 def image_pre_extend(w, cdata):
-    """nvdla.md 8.2 / 8.3 as loops: zp pads channels to Cdata; pre[k][s*Cdata + c][r][0] = zp[k][c][r][s]."""
+    """docs/nvdla.md §8.2 / 8.3 as loops: zp pads channels to Cdata; pre[k][s*Cdata + c][r][0] = zp[k][c][r][s]."""
     K, C, R, S = w.shape
     pre = np.zeros((K, cdata * S, R, 1), dtype=w.dtype)
     for k in range(K):
@@ -210,7 +210,7 @@ def image_pre_extend(w, cdata):
 
 
 def image_post_extension_order(K, C_ext, R, f, kpg):
-    """The (k, c', r) emitted at each position by the loop nest of nvdla.md 8.4."""
+    """The (k, c', r) emitted at each position by the loop nest of docs/nvdla.md §8.4."""
     out = []
     rfg, rp = R // f, R % f
     for k0 in range(0, K, kpg):
@@ -245,7 +245,7 @@ WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]],
 
 
 def winograd_extend(w: np.ndarray, sy: int, sx: int, c_pad: int) -> np.ndarray:
-    """Steps 1 and 2 of nvdla.md 9.2/9.3 as the spec's loops: float64 g of (K, C_pad*sy*sx, 3, 3)."""
+    """Steps 1 and 2 of docs/nvdla.md §9.2/9.3 as the spec's loops: float64 g of (K, C_pad*sy*sx, 3, 3)."""
     K, C, R, S = w.shape
     g = np.zeros((K, c_pad * sy * sx, 3, 3), dtype=np.float64)
     for py in range(sy):
@@ -261,13 +261,13 @@ def winograd_extend(w: np.ndarray, sy: int, sx: int, c_pad: int) -> np.ndarray:
 
 
 def winograd_transform(g: np.ndarray) -> np.ndarray:
-    """t = G g G^T for every 3x3 slice (nvdla.md 9.4), float64 matrix products; zero results as +0
+    """t = G g G^T for every 3x3 slice (docs/nvdla.md §9.4), float64 matrix products; zero results as +0
     (npupack's rule for the sign of a computed zero)."""
     return WINOGRAD_G @ g @ WINOGRAD_G.T + 0.0
 
 
 def winograd_round(t: np.ndarray, precision: str, *, rounding="nearest_even", saturate=True, scale=1.0):
-    """Step 4 (nvdla.md 9.5, 2.4): fp16 by the rational fp16 oracle, integers by NumPy's rint /
+    """Step 4 (docs/nvdla.md §9.5, 2.4): fp16 by the rational fp16 oracle, integers by NumPy's rint /
     round-away / trunc and clipping."""
     if precision == "fp16":
         bits = [fp16_bits(float(v), rounding, saturate) for v in t.reshape(-1)]
@@ -284,7 +284,7 @@ def winograd_round(t: np.ndarray, precision: str, *, rounding="nearest_even", sa
 
 
 def winograd_map(T: np.ndarray, kpg: int, tail: int) -> np.ndarray:
-    """Step 5 (nvdla.md 9.6): the spec's loop nest over (K, C_ext, 4, 4), zero tail."""
+    """Step 5 (docs/nvdla.md §9.6): the spec's loop nest over (K, C_ext, 4, 4), zero tail."""
     K, C_ext = T.shape[:2]
     le = T.astype(T.dtype.newbyteorder("<"))
     parts = []
@@ -301,7 +301,7 @@ def winograd_map(T: np.ndarray, kpg: int, tail: int) -> np.ndarray:
 
 
 def winograd_closed_form(k, c, r, s, K, C_ext, kpg):
-    """Element index of T[k][c][r][s] by the closed form of nvdla.md 9.6."""
+    """Element index of T[k][c][r][s] by the closed form of docs/nvdla.md §9.6."""
     k0 = (k // kpg) * kpg
     kn = min(kpg, K - k0)
     return k0 * C_ext * 16 + (c // 4) * kn * 64 + (k - k0) * 64 + (r * 4 + s) * 4 + c % 4
@@ -319,7 +319,7 @@ def pack_winograd(w, precision, *, atom, kpg, stride=(1, 1), rounding="nearest_e
 # ---------------------------------------------------------------- section 10: deconvolution sets
 
 def deconv_sets(w: np.ndarray, sy: int, sx: int):
-    """nvdla.md 10.1 line by line: [(phase, set tensor (K_out, C_in, Rs, Ss))] before the flip."""
+    """docs/nvdla.md §10.1 line by line: [(phase, set tensor (K_out, C_in, Rs, Ss))] before the flip."""
     C_in, K_out, R, S = w.shape
     kcrs = np.zeros((K_out, C_in, R, S), dtype=w.dtype)
     for k in range(K_out):
@@ -340,7 +340,7 @@ def deconv_sets(w: np.ndarray, sy: int, sx: int):
 
 
 def pack_deconv_set(st: np.ndarray, *, kpg, cb, tail):
-    """The DC loop nest of nvdla.md 6.1 with r and s running backwards (10.1)."""
+    """The DC loop nest of docs/nvdla.md §6.1 with r and s running backwards (10.1)."""
     K, C, Rs, Ss = st.shape
     le = st.astype(st.dtype.newbyteorder("<"))
     stream = b"".join(le[k, c, Rs - 1 - r, Ss - 1 - s].tobytes() for (k, c, r, s) in dc_order_loops(K, C, Rs, Ss,
@@ -378,7 +378,7 @@ def correlate_full(x: np.ndarray, k: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- section 11: compression
 
 def compress_loops(stream: bytes, es: int, group_elems: int):
-    """nvdla.md 11.1 element by element: (data, wmb, wgs) bytes, each padded to 128 (min 128)."""
+    """docs/nvdla.md §11.1 element by element: (data, wmb, wgs) bytes, each padded to 128 (min 128)."""
     n = len(stream) // es
     bits = bytearray(-(-n // 8))
     data = bytearray()
@@ -426,7 +426,7 @@ def decompress_numpy(data: np.ndarray, wmb: np.ndarray, es: int, n: int) -> np.n
 
 
 def pack_winograd_vectorised(w: np.ndarray, precision: str, *, atom: int, kpg: int, tail: int = 128):
-    """nvdla.md 9 for stride 1 with NumPy only (the benchmark baseline): channel padding by
+    """docs/nvdla.md §9 for stride 1 with NumPy only (the benchmark baseline): channel padding by
     np.pad, the transform as one broadcast matmul, rounding by astype / rint + clip (fp16 without
     saturation: NumPy's cast), the cube mapping as one transpose per kernel group."""
     K, C = w.shape[:2]
@@ -448,7 +448,7 @@ def pack_winograd_vectorised(w: np.ndarray, precision: str, *, atom: int, kpg: i
 # ---------------------------------------------------------------- section 12: SDP operands
 
 def sdp_per_channel(components, *, E, data_size):
-    """nvdla.md 12.2 per channel: component j of channel c at c*eb + j*data_size, padded to
+    """docs/nvdla.md §12.2 per channel: component j of channel c at c*eb + j*data_size, padded to
     roundup(C, E)*eb bytes. ``components``: list of integer or float16 arrays (C,)."""
     C = components[0].size
     eb = len(components) * data_size
@@ -460,7 +460,7 @@ def sdp_per_channel(components, *, E, data_size):
 
 
 def sdp_per_element(components, *, E, data_size, atom, line_stride=None, surface_stride=None):
-    """nvdla.md 12.2 per element, by the address formula, element by element."""
+    """docs/nvdla.md §12.2 per element, by the address formula, element by element."""
     C, H, W = components[0].shape
     eb = len(components) * data_size
     row = W * E * eb

@@ -1,6 +1,6 @@
 # ruff: noqa: E741  (O, I: the field's names for output / input channels)
 """Transcriptions of clDNN's OpenCL index functions (fetch_data.cl / fetch_weights.cl) as pitch
-arithmetic, written from spec/openvino.md (sections 4, 5, 7 and 11) — independent of the engine
+arithmetic, written from docs/openvino.md (sections 4, 5, 7 and 11) — independent of the engine
 and of the mixed-radix reference. Each returns the element offset for arrays of indices."""
 
 
@@ -66,7 +66,7 @@ def os_is_zyx_osv_isv(o, i, z, y, x, size, osv, isv):
 
 def g_os_is_zyx_isa_osv_isv(g, o, i, z, y, x, size, isa, osv, isv):
     """get_g_os_is_zyx_isa_osv_isv_index: [g][o/osv][i/(isa*isv)][z][y][x][(i/isv)%isa][o%osv][i%isv]
-    with the allocation rule (aligned I) for the slice pitch (spec 7, item 5)."""
+    with the allocation rule (aligned I) for the slice pitch (docs/openvino.md §7, item 5)."""
     G, O, I, Z, Y, X = size
     block = isa * osv * isv
     y_pitch, z_pitch = block * X, block * X * Y

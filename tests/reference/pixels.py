@@ -1,43 +1,19 @@
-"""Pixel-format oracle built from the text of spec/nvdla.md section 4: the format table's
-"memory order of one pixel" column and the 10-bit bit-field table are parsed from the spec, and
-every byte is placed by the line/plane formula of 4.4 with explicit loops."""
-import re
+"""Pixel-format oracle built from the NVDLA pixel-format tables (docs/nvdla.md §4.2, §4.3), kept as
+data in tests/data/nvdla_pixel_formats.json: each format's planes, bytes per pixel and component
+order, and the 10-bit bit fields; every byte is placed by the line/plane formula of §4.4 with
+explicit loops."""
+import json
 from pathlib import Path
 
 import numpy as np
 
-SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "nvdla.md"
-_LETTER = {"R": 0, "Y": 0, "G": 1, "U": 1, "B": 2, "V": 2, "A": 3, "X": 3}
+DATA = Path(__file__).resolve().parents[1] / "data" / "nvdla_pixel_formats.json"
 
 
 def _table():
-    text = SPEC.read_text(encoding="utf-8")
-    sec = text[text.index("### 4.2 Format table"):text.index("### 4.4 Lines")]
-    rows = {}
-    for m in re.finditer(r"^\| `(T_\w+)` \| (\d) \| ([\d +]+) \| (\d)[^|]*\| [^|]+\| ([^|]+)\|", sec, re.M):
-        name, bpp, comps, order = m.group(1), m.group(3), int(m.group(4)), m.group(5)
-        bpps = [int(v) for v in bpp.replace(" ", "").split("+")]
-        if "bit fields" in order or "LE u32" in order:
-            rows[name] = ("10bit", bpps, comps, None)
-            continue
-        same = re.search(r"same as `?(T_\w+)", order)
-        if same:
-            rows[name] = rows[same.group(1)][:2] + (comps, rows[same.group(1)][3])
-            continue
-        plane_orders = []
-        for part in order.split(";"):
-            part = re.sub(r"plane \d: ", "", part)
-            letters = re.findall(r"\b([RGBAXYUV])\b", part.split("(")[0])
-            plane_orders.append([_LETTER[c] for c in letters])
-        rows[name] = ("plain", bpps, comps, plane_orders)
-    fields = {}
-    bit_sec = sec[sec.index("### 4.3"):]
-    for m in re.finditer(r"^\| ((?:`T_\w+`(?:, )?)+) \| (\d+):(\d+) \| (\d+):(\d+) \| (\d+):(\d+) \| (\d+):(\d+) \|",
-                         bit_sec, re.M):
-        lows = [int(m.group(i)) for i in (3, 5, 7, 9)]
-        for name in re.findall(r"`(T_\w+)`", m.group(1)):
-            fields[name] = lows
-    return rows, fields
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    rows = {name: (kind, bpps, comps, orders) for name, (kind, bpps, comps, orders) in data["formats"].items()}
+    return rows, data["bit_fields"]
 
 
 ROWS, FIELDS = _table()

@@ -1,5 +1,5 @@
 // Element conversion: IEEE binary16 rounding with NVDLA's options, and NVIDIA's weight quantiser.
-// Spec: nvdla.md section 2.2 (to_fp16) and 2.3 (quantize_weights).
+// Spec: docs/nvdla.md §2.2 (to_fp16) and 2.3 (quantize_weights).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -18,7 +18,7 @@ inline constexpr uint16_t kMaxHalf = 0x7BFF;  // 65504
 inline constexpr uint16_t kInfHalf = 0x7C00;
 
 // Rounds a finite, non-zero binary value with unbiased exponent E and significand `sig`
-// (implicit bit included, `mant_bits` fraction bits) to binary16, per nvdla.md 2.2.2.
+// (implicit bit included, `mant_bits` fraction bits) to binary16, per docs/nvdla.md §2.2.2.
 inline uint16_t round_to_half(uint16_t sign, int E, uint64_t sig, int mant_bits, Fp16Rounding rounding,
                               bool saturate) {
   const uint16_t overflow = sign | (saturate ? kMaxHalf : kInfHalf);

@@ -1,6 +1,6 @@
 // Grouped convolution weights straight into the DC surface, without building the densified
 // (K, C, R, S) tensor: the surface is zeroed, then each of the K*(C/G)*R*S real weights is
-// written at its DC offset (nvdla.md 6.1, 7.1). Depthwise layers touch 1/C of the surface.
+// written at its DC offset (docs/nvdla.md §6.1, 7.1). Depthwise layers touch 1/C of the surface.
 #pragma once
 #include <cstdint>
 

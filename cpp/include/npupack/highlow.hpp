@@ -1,6 +1,6 @@
 // Kneron's high/low byte formats (4W4C8BHL, 1W16C8BHL, 16W1C8BHL): every 16-scalar entry of
 // int16 values becomes two 16-byte entries, the low entry holding bits 7..1 of each value and the
-// high entry bits 15..8 (bit 0 is not stored). Spec kneron.md 7.4.
+// high entry bits 15..8 (bit 0 is not stored). Spec docs/kneron.md §7.4.
 #pragma once
 #include <cstdint>
 

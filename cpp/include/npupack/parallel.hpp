@@ -1,7 +1,7 @@
 // Splitting large kernels across threads, on a pool of persistent workers: worker p always runs
 // part p of a job, so the same part of a buffer is touched by the same core from one call to the
-// next (per-call threads made two threads slower than one on copies that live in cache). Kernels
-// split only jobs big enough that handing out work (a few microseconds) is small against it.
+// next (threads started per call lose more than they gain on copies that live in cache). Kernels
+// split only jobs big enough that the cost of handing out work is small against it.
 #pragma once
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,5 @@
 // NVDLA 10-bit packed pixel formats (T_A2B10G10R10 and friends): one little-endian 32-bit word
-// per pixel with the components at given bit positions. Spec nvdla.md 4.3.
+// per pixel with the components at given bit positions. Spec docs/nvdla.md §4.3.
 #pragma once
 #include <cstdint>
 

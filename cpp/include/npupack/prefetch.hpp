@@ -2,7 +2,7 @@
 // steps of the work before it (DC weights: the next kernel group while this one is packed);
 // prefetch_row_lines: the same span of many strided rows (the next tile of a blocked layout). Issued a share at a
 // time, the requests overlap with the work instead of queueing behind one another; every 64-byte
-// line of the range is asked for once (every second line was measured to lose most of the gain).
+// line of the range is asked for once (asking for every second line only loses most of the gain).
 #pragma once
 #include <cstdint>
 
@@ -28,7 +28,7 @@ class Ahead {
 
 // The lines of n rows `step` bytes apart, [p, p + bytes) of each (bytes > 0), every line asked
 // for once, into L2 (prefetcht1: blocked layouts ask for a tile of 128-256 rows at a time, which
-// would crowd L1; into L1 was 2-5 % slower).
+// would crowd L1).
 inline void prefetch_row_lines(const char* p, int64_t step, int64_t n, int64_t bytes) {
   for (int64_t r = 0; r < n; ++r) {
     const uintptr_t lo = reinterpret_cast<uintptr_t>(p + r * step);

@@ -1,7 +1,7 @@
 // NVDLA sparse weight compression: WMB (one mask bit per element, LSB first, continuous over all
 // kernel groups), DATA (the non-zero elements back to back) and WGS (bytes of DATA per kernel
 // group). An element is zero only if all its bits are zero (fp16 -0.0 is stored).
-// Spec: nvdla.md section 11 (seed "Sparse Compression option").
+// Spec: docs/nvdla.md §11.
 #pragma once
 #include <cstdint>
 
@@ -25,7 +25,7 @@ int64_t sparse_compress(const uint8_t* stream, int64_t n, int es, uint8_t* wmb, 
 int64_t sparse_compress_groups(const uint8_t* stream, int64_t n, int es, int64_t group_elems, uint8_t* wmb,
                                uint8_t* data, int64_t data_cap, int64_t* counts, KernelPath path = KernelPath::kAuto);
 
-// The three surfaces of one stream, padded (nvdla.md 11.1): sparse_compress_groups into wmb and
+// The three surfaces of one stream, padded (docs/nvdla.md §11.1): sparse_compress_groups into wmb and
 // data, then WMB zero from byte ceil(n/8) to wmb_size, DATA zero from the bytes written to
 // round_up(written, align) (at least align; data_cap must hold it), and WGS the LE uint32 byte
 // count of each kernel group, then zero to wgs_size. Throws LayoutError when wmb or wgs is too

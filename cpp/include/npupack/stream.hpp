@@ -16,10 +16,10 @@ namespace npupack {
 
 #if defined(__SSE2__)
 namespace detail {
-// The AVX form: 32-byte non-temporal stores. Zen 3 issues about one non-temporal store per two
-// cycles whatever its width, so 32 bytes at a time stream twice the bytes of 16 (12 MiB of
-// output: 47 against 23 GB/s in a C++ loop). They need 32-byte alignment; NumPy's large buffers
-// start 16 bytes past one, so the first 16 bytes go through a 16-byte store.
+// The AVX form: 32-byte non-temporal stores. The rate at which non-temporal stores issue hardly
+// depends on their width, so 32 bytes at a time stream about twice the bytes of 16. They need
+// 32-byte alignment; NumPy's large buffers start 16 bytes past one, so the first 16 bytes go
+// through a 16-byte store.
 __attribute__((target("avx"))) inline int64_t stream_copy_avx(char* dst, const char* src, int64_t i, int64_t n) {
   if ((reinterpret_cast<uintptr_t>(dst + i) & 31) && i + 16 <= n) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));

@@ -1,6 +1,6 @@
 // NVDLA Winograd weights: channel padding, channel extension for strided kernels, the GWG^T
 // transform in float64, rounding to the target precision and the 4x4x4 cube mapping, in one pass.
-// Spec: nvdla.md section 9 (seed "Basic Weight for Winograd Convolution").
+// Spec: docs/nvdla.md §9.
 #pragma once
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-"""NVDLA in-memory formats (spec nvdla.md; seed "In-memory data formats")."""
+"""NVDLA in-memory formats (docs/nvdla.md)."""
 from npupack.nvdla.config import (NV_FULL, NV_LARGE, NV_MEDIUM_512, NV_MEDIUM_1024_FULL, NV_SMALL, NV_SMALL_256,
                                   PRECISIONS, Config, element_size)
 from npupack.nvdla.convert import quantize_weights, to_fp16

@@ -1,4 +1,4 @@
-"""NVDLA hardware configurations (spec nvdla.md section 1: Configurations)."""
+"""NVDLA hardware configurations (docs/nvdla.md §1: Configurations)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +12,7 @@ PRECISIONS = ("int8", "int16", "fp16")
 
 
 def element_size(precision: str) -> int:
-    """Bytes per element of an NVDLA precision: int8 = 1, int16 = fp16 = 2 (spec 0.2, ``es``).
+    """Bytes per element of an NVDLA precision: int8 = 1, int16 = fp16 = 2 (``es``; docs/nvdla.md §1.1).
     Raises ValueError for any other precision."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
@@ -25,7 +25,7 @@ def _is_pow2(n: int) -> bool:
 
 @dataclass(frozen=True)
 class Config:
-    """One NVDLA hardware configuration, in the field's terms (spec 1.1).
+    """One NVDLA hardware configuration, in the field's terms (docs/nvdla.md §1.1).
 
     Attributes
     ----------
@@ -40,7 +40,7 @@ class Config:
     cbuf_entry_width : int
         CBUF bank entry width in bytes (informational; nvdla/sw's weight tail alignment).
     weight_size_alignment : int
-        Tail alignment of uncompressed weight surfaces, bytes (default 128, spec 5.3).
+        Tail alignment of uncompressed weight surfaces, bytes (default 128, docs/nvdla.md §5.3).
     precisions : tuple of str
         Supported subset of ("int8", "int16", "fp16").
     winograd, compression : bool
@@ -49,7 +49,7 @@ class Config:
     Raises
     ------
     LayoutError
-        A field breaks the rules of spec 1.3 (message names the field).
+        A field breaks the rules of docs/nvdla.md §1.3 (message names the field).
     """
 
     name: str
@@ -66,29 +66,29 @@ class Config:
         for f in ("atom_bytes", "mac_atomic_c", "mac_atomic_k", "cbuf_entry_width", "weight_size_alignment"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise LayoutError(f"Config.{f}: must be a positive integer, got {v!r} (nvdla.md 1.3)")
+                raise LayoutError(f"Config.{f}: must be a positive integer, got {v!r} (docs/nvdla.md §1.3)")
         if not _is_pow2(self.atom_bytes):
-            raise LayoutError(f"Config.atom_bytes: must be a power of two, got {self.atom_bytes} (nvdla.md 1.3)")
+            raise LayoutError(f"Config.atom_bytes: must be a power of two, got {self.atom_bytes} (docs/nvdla.md §1.3)")
         if not _is_pow2(self.weight_size_alignment) or self.weight_size_alignment > 4096:
             raise LayoutError("Config.weight_size_alignment: must be a power of two <= 4096, got "
-                              f"{self.weight_size_alignment} (nvdla.md 1.3)")
+                              f"{self.weight_size_alignment} (docs/nvdla.md §1.3)")
         precisions = tuple(self.precisions)
         object.__setattr__(self, "precisions", precisions)
         if not precisions or any(p not in PRECISIONS for p in precisions) or len(set(precisions)) != len(precisions):
             raise LayoutError(f"Config.precisions: must be a non-empty subset of {PRECISIONS}, got {precisions!r} "
-                              "(nvdla.md 1.3)")
+                              "(docs/nvdla.md §1.3)")
         if any(p != "int8" for p in precisions) and (self.atom_bytes % 2 or self.mac_atomic_k % 2):
-            raise LayoutError("Config: 16-bit precisions need an even atom_bytes and mac_atomic_k (nvdla.md 1.3)")
+            raise LayoutError("Config: 16-bit precisions need an even atom_bytes and mac_atomic_k (docs/nvdla.md §1.3)")
         if self.winograd and any(self.atom_elements(p) % 4 for p in precisions):
             raise LayoutError("Config.winograd: the atom must hold a multiple of 4 elements in every "
-                              "precision (nvdla.md 1.3)")
+                              "precision (docs/nvdla.md §1.3)")
         # Configs key the layout caches of every packer; hash the fields once, not per call.
         object.__setattr__(self, "_hash", hash(tuple(getattr(self, f) for f in _FIELDS)))
 
     def __hash__(self) -> int:
         return self._hash
 
-    # Derived quantities (spec 1.1).
+    # Derived quantities (docs/nvdla.md §1.1).
     def atom_elements(self, precision: str) -> int:
         """Feature atom in elements (``A``): ``atom_bytes // es``."""
         return self.atom_bytes // element_size(precision)
@@ -107,7 +107,7 @@ class Config:
         element_size(precision)
         if precision not in self.precisions:
             raise UnsupportedError(f"{what}: {precision!r} is not supported by config {self.name!r}, which "
-                                   f"supports {list(self.precisions)} (nvdla.md 1.2)")
+                                   f"supports {list(self.precisions)} (docs/nvdla.md §1.2)")
 
     @staticmethod
     def named(name: str) -> "Config":
@@ -121,7 +121,7 @@ class Config:
             return _PRESETS[key]
         except KeyError:
             raise ValueError(f"name: unknown NVDLA configuration {name!r}; known: {sorted(_PRESETS)} "
-                             "(nvdla.md 1.2)") from None
+                             "(docs/nvdla.md §1.2)") from None
 
     @staticmethod
     def presets() -> dict:

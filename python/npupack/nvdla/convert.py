@@ -1,6 +1,6 @@
 """Element conversion: fp16 rounding, weight quantisation, and the dtype -> precision rules.
 
-Spec: nvdla.md section 2 (Element conversion): 2.1 accepted input dtypes, 2.2 ``to_fp16``,
+Spec: docs/nvdla.md §2 (Element conversion): 2.1 accepted input dtypes, 2.2 ``to_fp16``,
 2.3 ``quantize_weights``; section 14.2 (INF/NaN policy).
 """
 from __future__ import annotations
@@ -22,12 +22,12 @@ _TARGET_DTYPE = {"int8": np.dtype(np.int8), "int16": np.dtype(np.int16), "fp16":
 def _check_rounding(rounding: str) -> bool:
     if rounding not in _ROUNDINGS:
         raise ValueError(f"rounding: {rounding!r} is not one of {_ROUNDINGS} for an fp16 target "
-                         "('truncate' is only for int8/int16 Winograd weights; nvdla.md 2.2.4)")
+                         "('truncate' is only for int8/int16 Winograd weights; docs/nvdla.md §2.2.4)")
     return rounding == "nearest_away"
 
 
 def to_fp16(x, *, rounding: str = "nearest_even", saturate: bool = True) -> np.ndarray:
-    """Convert real values to IEEE binary16 the way NVDLA software needs (nvdla.md 2.2).
+    """Convert real values to IEEE binary16 the way NVDLA software needs (docs/nvdla.md §2.2).
 
     Parameters
     ----------
@@ -35,7 +35,7 @@ def to_fp16(x, *, rounding: str = "nearest_even", saturate: bool = True) -> np.n
         float16 (copied; INF saturated when ``saturate``), float32, float64 (rounded once from
         the float64 value) or an integer dtype (converted exactly, then rounded).
     rounding : {"nearest_even", "nearest_away"}
-        Ties to even (IEEE default, the seed's rule) or ties away from zero (NVIDIA's compiler).
+        Ties to even (IEEE default, the hardware documentation's rule) or ties away from zero (NVIDIA's compiler).
     saturate : bool
         Overflow (|x| >= 65520) and INF give +-65504 when True, +-inf when False.
         ``rounding="nearest_away", saturate=False`` reproduces nvdla/sw's half.h for every
@@ -79,7 +79,7 @@ QUANTIZE_MODES = ("per_kernel", "per_filter")
 
 
 def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", kernel_axis: int = 0):
-    """Quantise float weights to int8/int16 with NVIDIA's compiler formula (nvdla.md 2.3).
+    """Quantise float weights to int8/int16 with NVIDIA's compiler formula (docs/nvdla.md §2.3).
 
     Each block (the whole tensor for ``"per_kernel"``, each slice along ``kernel_axis`` for
     ``"per_filter"``) gets ``scale = fl32(max|w| / qmax)``, ``inv = fl32(1 / scale)`` and
@@ -113,9 +113,9 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
         or ``mode``; ``kernel_axis`` out of range; empty ``w``.
     """
     if precision not in ("int8", "int16"):
-        raise ValueError(f"precision: {precision!r} is not 'int8' or 'int16' (nvdla.md 2.3)")
+        raise ValueError(f"precision: {precision!r} is not 'int8' or 'int16' (docs/nvdla.md §2.3)")
     if not isinstance(mode, str) or mode not in QUANTIZE_MODES:
-        raise ValueError(f"mode: {mode!r} is not 'per_kernel' or 'per_filter' (nvdla.md 2.3)")
+        raise ValueError(f"mode: {mode!r} is not 'per_kernel' or 'per_filter' (docs/nvdla.md §2.3)")
     arr = little_endian(np.asarray(w))
     if arr.dtype not in (np.float16, np.float32, np.float64):
         raise TypeError(f"w: quantize_weights expects float16/float32/float64 weights, got dtype {arr.dtype}")
@@ -126,13 +126,13 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
     bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(f"w: NaN or inf at index {tuple(int(i) for i in np.argwhere(bad)[0])}; "
-                         "weights must be finite to be quantised (nvdla.md 2.3)")
+                         "weights must be finite to be quantised (docs/nvdla.md §2.3)")
     with np.errstate(over="ignore"):
         w32 = arr.astype(np.float32)
     big = ~np.isfinite(w32)
     if big.any():
         raise ValueError(f"w: value at index {tuple(int(i) for i in np.argwhere(big)[0])} exceeds the float32 "
-                         "range; the quantiser computes in float32 (nvdla.md 2.3)")
+                         "range; the quantiser computes in float32 (docs/nvdla.md §2.3)")
     moved = np.ascontiguousarray(np.moveaxis(w32, kernel_axis, 0))
     k = moved.shape[0]
     blocks = moved.reshape(k, -1) if mode == "per_filter" else moved.reshape(1, -1)
@@ -167,7 +167,7 @@ def _pack_if_finite_fp16(layout, x: np.ndarray, buf: np.ndarray) -> bool:
     :func:`convert_elements` run slab by slab just before each slab is packed, instead of as a
     separate pass over the whole tensor (see ``BlockedLayout._pack_finite_fp16_into``). False,
     ``buf`` partly written, when ``x`` is not a C-contiguous aligned float16 array or holds INF
-    or NaN: the caller then converts (nvdla.md 2.1, 14) and packs."""
+    or NaN: the caller then converts (docs/nvdla.md §2.1, 14) and packs."""
     return (x.dtype == _F16 and x.flags.c_contiguous and x.flags.aligned
             and layout._pack_finite_fp16_into(x.view(np.uint16), buf))
 
@@ -189,7 +189,7 @@ _PRECISION_OF_DTYPE = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", n
 
 
 def infer_precision(dtype, precision: str | None, config: Config, what: str) -> str:
-    """The target precision for input ``dtype`` (nvdla.md 2.1): explicit ``precision`` wins;
+    """The target precision for input ``dtype`` (docs/nvdla.md §2.1): explicit ``precision`` wins;
     int8 -> int8, int16 -> int16, floats -> fp16; uint8/uint16 need an explicit precision.
     Raises TypeError / ValueError / UnsupportedError (not in ``config.precisions``)."""
     dtype = np.dtype(dtype)
@@ -199,23 +199,23 @@ def infer_precision(dtype, precision: str | None, config: Config, what: str) -> 
             return precision
     if dtype not in _INPUT_DTYPES:
         raise TypeError(f"{what}: dtype {dtype} is not accepted; use one of "
-                        f"{[str(d) for d in _INPUT_DTYPES]} (nvdla.md 2.1)")
+                        f"{[str(d) for d in _INPUT_DTYPES]} (docs/nvdla.md §2.1)")
     if precision is None:
         if dtype in (np.uint8, np.uint16):
-            raise TypeError(f"{what}: dtype {dtype} needs an explicit precision= (nvdla.md 2.1)")
+            raise TypeError(f"{what}: dtype {dtype} needs an explicit precision= (docs/nvdla.md §2.1)")
         precision = _PRECISION_OF_DTYPE[dtype]
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
     if precision not in config.precisions:
         raise UnsupportedError(f"precision: {precision!r} is not supported by config {config.name!r}, which "
-                               f"supports {list(config.precisions)} (nvdla.md 1.2)")
+                               f"supports {list(config.precisions)} (docs/nvdla.md §1.2)")
     return precision
 
 
 def convert_elements(x: np.ndarray, precision: str, *, what: str, rounding: str = "nearest_even",
                      saturate: bool = True, allow_nan: bool = True) -> np.ndarray:
     """Convert ``x`` to the element type of ``precision`` (int8, int16 or float16 array of the
-    same shape) by the table of nvdla.md 2.1: integer -> integer never changes a value (out of
+    same shape) by the table of docs/nvdla.md §2.1: integer -> integer never changes a value (out of
     range is a ValueError), float -> int is a TypeError naming ``quantize_weights``, anything ->
     fp16 goes through :func:`to_fp16`. With ``allow_nan=False`` a NaN is a ValueError naming
     its index. ``x`` is never modified (the result may share memory with it when no
@@ -229,17 +229,17 @@ def convert_elements(x: np.ndarray, precision: str, *, what: str, rounding: str 
             nan = _first_nan(x)
             if nan is not None:
                 raise ValueError(f"{what}: NaN at index {nan}; NaN weights are rejected unless allow_nan=True "
-                                 "(nvdla.md 2.2.4)")
+                                 "(docs/nvdla.md §2.2.4)")
         if x.dtype == np.float16 and not (saturate and _fp16_has_inf(x)):
             return x
         return to_fp16(x, rounding=rounding, saturate=saturate)
     if kind == "f":
         raise TypeError(f"{what}: float data ({x.dtype}) cannot be packed as {precision}; quantise it first "
-                        "with npupack.nvdla.quantize_weights or pass integers (nvdla.md 2.1)")
+                        "with npupack.nvdla.quantize_weights or pass integers (docs/nvdla.md §2.1)")
     if x.dtype == target:
         return x
     info = np.iinfo(target)
     if x.size and (x.min() < info.min or x.max() > info.max):
         raise ValueError(f"{what}: values of dtype {x.dtype} outside [{info.min}, {info.max}] do not fit "
-                         f"{precision} (nvdla.md 2.1)")
+                         f"{precision} (docs/nvdla.md §2.1)")
     return x.astype(target)

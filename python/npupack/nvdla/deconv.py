@@ -1,4 +1,4 @@
-"""NVDLA deconvolution weights: the set split (nvdla.md 10; seed "Weight Format", "set split").
+"""NVDLA deconvolution weights: the set split (docs/nvdla.md §10).
 
 A stride-(sy, sx) transposed convolution runs as ``sy*sx`` stride-1 convolutions ("sets"). Input
 weights are in ONNX / Caffe ConvTranspose order ``(C_in, K_out, R, S)``; they are transposed to
@@ -21,7 +21,7 @@ __all__ = ["deconv_sets", "merge_deconv_sets", "check_deconv_stride", "MAX_DECON
 
 # Rubik's contract mode interleaves the sets' outputs; its D_DECONV_STRIDE register holds
 # stride - 1 in a 5-bit field per axis (DECONV_X_STRIDE, DECONV_Y_STRIDE), so 32 is the largest
-# stride the hardware can assemble. nvdla.md 10 gives no bound; this is the register's.
+# stride the hardware can assemble. docs/nvdla.md §10 gives no bound; this is the register's.
 MAX_DECONV_STRIDE = 32
 
 
@@ -37,8 +37,8 @@ def check_deconv_stride(stride) -> tuple[int, int]:
 
 def deconv_sets(w: np.ndarray, stride) -> list[tuple[tuple[int, int], np.ndarray]]:
     """Split ConvTranspose weights ``(C_in, K_out, R, S)`` into ``[((y, x), set), ...]`` in set
-    order; each set is ``(K_out, C_in, ceil(R/sy), ceil(S/sx))`` *before* the flip (nvdla.md
-    10.1), same dtype as ``w``. Views where possible; zero-filled copies where the phase lacks
+    order; each set is ``(K_out, C_in, ceil(R/sy), ceil(S/sx))`` *before* the flip
+    (docs/nvdla.md §10.1), same dtype as ``w``. Views where possible; zero-filled copies where the phase lacks
     taps. ``w`` must be 4-d and ``stride`` two ints >= 1 (checked by the caller,
     :func:`npupack.nvdla.pack_weights`)."""
     sy, sx = stride
@@ -58,7 +58,7 @@ def deconv_sets(w: np.ndarray, stride) -> list[tuple[tuple[int, int], np.ndarray
 
 
 def merge_deconv_sets(sets, shape, stride) -> np.ndarray:
-    """Inverse of :func:`deconv_sets` (nvdla.md 10.1): ``sets`` = per-set ``(K_out, C_in, Rs, Ss)``
+    """Inverse of :func:`deconv_sets` (docs/nvdla.md §10.1): ``sets`` = per-set ``(K_out, C_in, Rs, Ss)``
     tensors in set order (``sy*sx`` of them, one dtype); returns ``(C_in, K_out, R, S)`` of that
     dtype. Raises IndexError/ValueError (NumPy) when the sets do not fit ``shape``; callers
     validate first (:func:`npupack.nvdla.unpack_weights`)."""
@@ -74,7 +74,7 @@ def merge_deconv_sets(sets, shape, stride) -> np.ndarray:
 
 def pack_deconv(w, *, precision, config: Config, groups, stride, pixel_format, post_extension, compress, rounding,
                 saturate, scale, allow_nan, out) -> tuple[WeightSurfaces, ...]:
-    """kind="deconv" of :func:`npupack.nvdla.pack_weights` (nvdla.md 10)."""
+    """kind="deconv" of :func:`npupack.nvdla.pack_weights` (docs/nvdla.md §10)."""
     check_config(config)
     check_single_group(groups, "deconv")
     check_no_pixel_format(pixel_format)

@@ -1,4 +1,4 @@
-"""NVDLA feature data (spec nvdla.md section 3; seed "Feature Data Format").
+"""NVDLA feature data (docs/nvdla.md §3).
 
 A feature cube ``(N, C, H, W)`` is cut into ``G = ceil(C / A)`` surfaces of ``A`` channels
 (``A = atom_bytes // es`` elements); within a surface each ``(h, w)`` position is one atom cube
@@ -30,7 +30,7 @@ __all__ = ["FeatureStrides", "feature_strides", "feature_layout", "pack_feature"
 
 @dataclass(frozen=True)
 class FeatureStrides:
-    """Byte strides and size of a packed feature cube (nvdla.md 3.2). All values in bytes."""
+    """Byte strides and size of a packed feature cube (docs/nvdla.md §3.2). All values in bytes."""
 
     line_stride: int
     surface_stride: int
@@ -52,7 +52,7 @@ def _stride_arg(value, name: str):
 
 def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_stride=None,
                     surface_stride=None, batch_stride=None) -> FeatureStrides:
-    """Strides and size of a feature cube (nvdla.md 3.2), without packing anything.
+    """Strides and size of a feature cube (docs/nvdla.md §3.2), without packing anything.
 
     Parameters
     ----------
@@ -93,19 +93,19 @@ def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_str
     for name, v in given.items():
         if v is not None and (v <= 0 or v % atom):
             raise LayoutError(f"{name}: {v} bytes is not a positive multiple of the {atom}-byte atom "
-                              f"(nvdla.md 3.2, seed: strides always align to the atom)")
+                              f"(docs/nvdla.md §3.2: strides always align to the atom)")
     ls = given["line_stride"] if given["line_stride"] is not None else w * atom
     if ls < w * atom:
         raise LayoutError(f"line_stride: {ls} bytes is smaller than one line of W*atom = {w}*{atom} = {w * atom} "
-                          "bytes (nvdla.md 3.2)")
+                          "bytes (docs/nvdla.md §3.2)")
     ss = given["surface_stride"] if given["surface_stride"] is not None else h * ls
     if ss < h * ls:
         raise LayoutError(f"surface_stride: {ss} bytes is smaller than H*line_stride = {h}*{ls} = {h * ls} bytes "
-                          "(nvdla.md 3.2)")
+                          "(docs/nvdla.md §3.2)")
     bs = given["batch_stride"] if given["batch_stride"] is not None else g * ss
     if bs < g * ss:
         raise LayoutError(f"batch_stride: {bs} bytes is smaller than G*surface_stride = {g}*{ss} = {g * ss} "
-                          "bytes (nvdla.md 3.2)")
+                          "bytes (docs/nvdla.md §3.2)")
     nbytes = (n - 1) * bs + (g - 1) * ss + (h - 1) * ls + w * atom
     if max(nbytes, bs) >= 2**63:
         raise LayoutError(f"shape {tuple(shape)}: the packed size or a stride ({max(nbytes, bs)} bytes) "
@@ -115,7 +115,7 @@ def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_str
 
 def feature_layout(shape, precision: str, config: Config = NV_FULL, *, line_stride=None, surface_stride=None,
                    batch_stride=None) -> BlockedLayout:
-    """The engine descriptor of a feature cube (logical dims N, C, H, W; nvdla.md 3.1).
+    """The engine descriptor of a feature cube (logical dims N, C, H, W; docs/nvdla.md §3.1).
     Arguments, units and errors (LayoutError for stride rules, shapes and overflow) as
     :func:`feature_strides`. Descriptors are immutable and cached."""
     st = feature_strides(shape, precision, config, line_stride=line_stride, surface_stride=surface_stride,
@@ -138,12 +138,12 @@ def _feature_layout(nchw, precision: str, config: Config, st: FeatureStrides) ->
 def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, line_stride=None,
                  surface_stride=None, batch_stride=None, rounding: str = "nearest_even",
                  saturate: bool = True, out=None) -> np.ndarray:
-    """Pack activations into NVDLA feature data (nvdla.md 3; seed "Feature Data Format").
+    """Pack activations into NVDLA feature data (docs/nvdla.md §3).
 
     Parameters
     ----------
     x : array_like, (N, C, H, W) or (C, H, W)
-        int8, uint8, int16, uint16, float16, float32 or float64 (nvdla.md 2.1). Float data for
+        int8, uint8, int16, uint16, float16, float32 or float64 (docs/nvdla.md §2.1). Float data for
         an int8/int16 target must be quantised first. Any strides; not modified.
     config : Config
         Hardware configuration (atom size, supported precisions).
@@ -216,7 +216,7 @@ def _default_layout(shape, dtype, precision, config: Config) -> tuple:
 
 def unpack_feature(buf, shape, dtype=None, *, config: Config = NV_FULL, precision: str | None = None,
                    line_stride=None, surface_stride=None, batch_stride=None) -> np.ndarray:
-    """Read a logical cube back from NVDLA feature data (nvdla.md 3.4).
+    """Read a logical cube back from NVDLA feature data (docs/nvdla.md §3.4).
 
     Parameters
     ----------

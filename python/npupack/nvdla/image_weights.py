@@ -1,6 +1,5 @@
 """NVDLA image-input weights: zero-pad channels to the pixel format's channel count, channel
-pre-extension ``c' = s*Cdata + c`` and the optional post-extension (nvdla.md 8; seed "Basic
-Weight for image input").
+pre-extension ``c' = s*Cdata + c`` and the optional post-extension (docs/nvdla.md §8).
 """
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ __all__ = ["post_extension_factor"]
 
 
 def post_extension_factor(cdata: int, s: int, r: int, stride_x: int, mac_atomic_c: int) -> int:
-    """nvdla/sw's automatic post-extension choice (nvdla.md 8.4): 4, 2 or 1 for a kernel of width
+    """nvdla/sw's automatic post-extension choice (docs/nvdla.md §8.4): 4, 2 or 1 for a kernel of width
     ``s`` and height ``r`` (elements) on a ``cdata``-component image read at x stride
     ``stride_x``, with ``mac_atomic_c`` channels per MAC atom (``Config.mac_atomic_c``).
     Raises TypeError for an argument that is not an integer, LayoutError for one < 1."""
@@ -44,7 +43,7 @@ def post_extension_factor(cdata: int, s: int, r: int, stride_x: int, mac_atomic_
 
 @lru_cache(maxsize=1024)
 def _post_ext_layout(k: int, c_ext: int, r: int, f: int, precision: str, config: Config) -> BlockedLayout:
-    """Post-extended weights (nvdla.md 8.4): kernel groups (ragged), full row groups of f rows
+    """Post-extended weights (docs/nvdla.md §8.4): kernel groups (ragged), full row groups of f rows
     (the last group short, not padded), then each kernel's f rows of C' channels."""
     return BlockedLayout(
         [Dim("K", k, (config.kernels_per_group(precision),), ragged=True), Dim("C", c_ext),
@@ -53,19 +52,19 @@ def _post_ext_layout(k: int, c_ext: int, r: int, f: int, precision: str, config:
 
 
 def image_layout(k, c_ext, r, f, precision, config) -> BlockedLayout:
-    """DC mapping for f = 1, the post-extension descriptor otherwise (nvdla.md 8.4, 8.5)."""
+    """DC mapping for f = 1, the post-extension descriptor otherwise (docs/nvdla.md §8.4, 8.5)."""
     return _dc_layout((k, c_ext, r, 1), precision, config) if f == 1 else \
         _post_ext_layout(k, c_ext, r, f, precision, config)
 
 
 def pack_image(w, *, precision, config, groups, stride, pixel_format, post_extension, compress, rounding,
                 saturate, scale, allow_nan, out) -> WeightSurfaces:
-    """kind="image" of :func:`pack_weights` (nvdla.md 8)."""
+    """kind="image" of :func:`pack_weights` (docs/nvdla.md §8)."""
     from npupack.nvdla.pixel import _format
 
     check_config(config)
     if pixel_format is None:
-        raise ValueError("pixel_format: image-input weights need the pixel format of the input image (nvdla.md 8.1)")
+        raise ValueError("pixel_format: image-input weights need the pixel format of the input image (docs/nvdla.md §8.1)")
     fmt = _format(pixel_format)
     check_single_group(groups, "image")
     _, sx = check_stride(stride)
@@ -75,11 +74,11 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
     k, c, r, s = kcrs(arr.shape, "w")
     cdata = fmt.comps
     if c > cdata:
-        raise LayoutError(f"w: {c} input channels, but {fmt.name} gives the convolution only {cdata} (nvdla.md 8.1)")
+        raise LayoutError(f"w: {c} input channels, but {fmt.name} gives the convolution only {cdata} (docs/nvdla.md §8.1)")
     precision = infer_precision(arr.dtype, precision, config, "w")
     if fmt.kind == "fp16" and precision != "fp16":
         raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) needs fp16 weights, got {precision!r} "
-                               "(nvdla.md 13.1)")
+                               "(docs/nvdla.md §13.1)")
     _check_rounding(rounding)
     c_ext = cdata * s
     atomic_c = config.mac_atomic_c
@@ -89,16 +88,16 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
         f = int(post_extension)
         if f > 1 and c_ext > atomic_c // f:
             raise UnsupportedError(f"post_extension: {f} needs C' = Cdata*S = {c_ext} <= mac_atomic_c // {f} = "
-                                   f"{atomic_c // f} (nvdla.md 8.4)")
+                                   f"{atomic_c // f} (docs/nvdla.md §8.4)")
         if f > 1 and r // f < 2:
             raise UnsupportedError(f"post_extension: {f} needs at least two full row groups, but R = {r} gives "
-                                   f"{r // f} (nvdla.md 8.4)")
+                                   f"{r // f} (docs/nvdla.md §8.4)")
     else:
         raise ValueError(f"post_extension: 'auto', 1, 2 or 4, got {post_extension!r}")
     elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
     padded = np.zeros((k, cdata, r, s), dtype=elems.dtype)
     padded[:, :c] = elems
-    pre = padded.transpose(0, 3, 1, 2).reshape(k, c_ext, r, 1)  # pre[k][s*Cdata + c][r][0] (nvdla.md 8.3)
+    pre = padded.transpose(0, 3, 1, 2).reshape(k, c_ext, r, 1)  # pre[k][s*Cdata + c][r][0] (docs/nvdla.md §8.3)
     layout = image_layout(k, c_ext, r, f, precision, config)
     meaningful = layout.nbytes
     es = element_size(precision)

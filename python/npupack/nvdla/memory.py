@@ -1,5 +1,5 @@
 """One compiler-ready memory image: named surfaces placed with their start and size alignment
-(nvdla.md 15; seed "Alignment of Start Address and Stride").
+(docs/nvdla.md §15).
 
 ``MemoryPlan`` only computes offsets while surfaces are added; ``image()`` then allocates the
 image once and copies every surface into its slot (gaps and padding zero), so building the image
@@ -59,7 +59,11 @@ def _check_name(name) -> None:
 
 
 class MemoryPlan:
-    """Places named surfaces in one memory image (nvdla.md 15.2).
+    """Places named surfaces in one memory image (docs/nvdla.md §15.2).
+
+    Surfaces are placed in the order they are added, each at the next offset that is a multiple
+    of its start alignment; each reserves its size rounded up to its size alignment. Surfaces
+    never overlap. Raises ValueError / LayoutError as described on each method.
 
     Parameters
     ----------
@@ -68,10 +72,6 @@ class MemoryPlan:
     base_address : int
         Address of the image's first byte in the accelerator's memory, a multiple of 256 (the
         largest start alignment), so that ``address % alignment == offset % alignment``.
-
-    Surfaces are placed in the order they are added, each at the next offset that is a multiple
-    of its start alignment; each reserves its size rounded up to its size alignment. Surfaces
-    never overlap. Raises ValueError / LayoutError as described on each method.
     """
 
     def __init__(self, config: Config = NV_FULL, *, base_address: int = 0):
@@ -136,7 +136,7 @@ class MemoryPlan:
         if name in self._names:
             raise ValueError(f"name: {name!r} is already placed")
         if kind not in self._rules:
-            raise ValueError(f"kind: {kind!r} is not one of {tuple(self._rules)} (nvdla.md 15)")
+            raise ValueError(f"kind: {kind!r} is not one of {tuple(self._rules)} (docs/nvdla.md §15)")
         buf = as_byte_buffer(data, "data")
         rule = self._rules[kind]
         align = rule.address

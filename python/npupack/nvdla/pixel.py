@@ -1,5 +1,4 @@
-"""NVDLA pitch-linear pixel formats for image input (spec nvdla.md section 4; seed "Pixel Format",
-"Precision Conversion").
+"""NVDLA pitch-linear pixel formats for image input (docs/nvdla.md §4).
 
 An image is ``(H, W, comps)`` with components in the hardware's channel order c0 = R/Y, c1 = G/U,
 c2 = B/V, c3 = A/X. Each plane is ``H`` lines of ``line_stride`` bytes: ``pre`` padding bytes
@@ -28,7 +27,7 @@ __all__ = ["PixelFormat", "PIXEL_FORMATS", "PixelPlanes", "pack_pixels", "unpack
 
 @dataclass(frozen=True)
 class PixelFormat:
-    """One row of Table 33 (nvdla.md 4.2).
+    """One row of Table 33 (docs/nvdla.md §4.2).
 
     Attributes
     ----------
@@ -70,12 +69,12 @@ class PixelFormat:
 
     @cached_property
     def x_offset_max(self) -> int:
-        """Largest x offset: all x with x * bpp[0] < 32 (the seed's range)."""
+        """Largest x offset: all x with x * bpp[0] < 32 (the hardware documentation's range)."""
         return 32 // self.bpp[0] - 1
 
     @property
     def precision(self) -> str:
-        """Precision class of the pixel data: "int8", "int16" or "fp16" (nvdla.md 4.2)."""
+        """Precision class of the pixel data: "int8", "int16" or "fp16" (docs/nvdla.md §4.2)."""
         return {"8bit": "int8", "16bit": "int16", "10bit": "int16", "fp16": "fp16"}[self.kind]
 
 
@@ -98,7 +97,7 @@ _ROWS = [
     _fmt("T_X8B8G8R8", 4, "8bit", [[R, G, B, A]], 1), _fmt("T_X8R8G8B8", 4, "8bit", [[B, G, R, A]], 1),
     _fmt("T_B8G8R8X8", 4, "8bit", [[A, R, G, B]], 1), _fmt("T_R8G8B8X8", 4, "8bit", [[A, B, G, R]], 1),
     _fmt("T_A8Y8U8V8", 4, "8bit", [[B, G, R, A]], 1), _fmt("T_V8U8Y8A8", 4, "8bit", [[A, R, G, B]], 1),
-    # 10-bit: bit positions of (R/Y, G/U, B/V, A) in the LE 32-bit word (nvdla.md 4.3)
+    # 10-bit: bit positions of (R/Y, G/U, B/V, A) in the LE 32-bit word (docs/nvdla.md §4.3)
     _fmt("T_A2B10G10R10", 4, "10bit", [[R, G, B, A]], 4, (0, 10, 20, 30)),
     _fmt("T_A2R10G10B10", 4, "10bit", [[R, G, B, A]], 4, (20, 10, 0, 30)),
     _fmt("T_A2Y10U10V10", 4, "10bit", [[R, G, B, A]], 4, (20, 10, 0, 30)),
@@ -147,11 +146,11 @@ def _format(pixel_format) -> PixelFormat:
         return PIXEL_FORMATS[pixel_format]
     except (KeyError, TypeError):
         raise ValueError(f"pixel_format: unknown NVDLA pixel format {pixel_format!r}; see "
-                         "npupack.nvdla.PIXEL_FORMATS (nvdla.md 4.2)") from None
+                         "npupack.nvdla.PIXEL_FORMATS (docs/nvdla.md §4.2)") from None
 
 
 def pixel_line_strides(pixel_format, width: int, *, x_offset: int = 0, line_stride=None) -> tuple:
-    """Line stride of each plane of an NVDLA pixel format, in bytes (nvdla.md 4.4, 15).
+    """Line stride of each plane of an NVDLA pixel format, in bytes (docs/nvdla.md §4.4, 15).
 
     Parameters
     ----------
@@ -202,7 +201,7 @@ def _line_strides(name: str, width: int, x_offset: int, line_stride) -> tuple:
         raise LayoutError(f"width: must be >= 1, got {width}")
     if not 0 <= x_offset <= fmt.x_offset_max:
         raise LayoutError(f"x_offset: {x_offset} is outside {fmt.name}'s range 0-{fmt.x_offset_max} "
-                          "(x * bytes per pixel < 32; nvdla.md 4.4)")
+                          "(x * bytes per pixel < 32; docs/nvdla.md §4.4)")
     given = line_stride if isinstance(line_stride, tuple) else (line_stride,) * len(fmt.bpp)
     if len(given) != len(fmt.bpp):
         raise LayoutError(f"line_stride: {fmt.name} has {len(fmt.bpp)} planes, got {len(given)} strides")
@@ -217,7 +216,7 @@ def _line_strides(name: str, width: int, x_offset: int, line_stride) -> tuple:
             ls = int(ls)
             if ls % 32 or ls < need:
                 raise LayoutError(f"line_stride: {ls} bytes for plane {p} of {fmt.name} must be a multiple of 32 and "
-                                  f">= {need} (x offset bytes + W * {bpp}; nvdla.md 4.4, 15)")
+                                  f">= {need} (x offset bytes + W * {bpp}; docs/nvdla.md §4.4, 15)")
         out.append(ls)
     return tuple(out)
 
@@ -237,7 +236,7 @@ def _components(img, fmt: PixelFormat) -> np.ndarray:
     if arr.ndim != 3 or arr.shape[2] != fmt.comps:
         raise LayoutError(f"img: {fmt.name} takes (H, W, {fmt.comps})" + (" or (H, W)" if fmt.comps == 1 else "") +
                           (" or (H, W, 3)" if fmt.has_x else "") + f" with components in c0..c3 order, got shape "
-                          f"{arr.shape} (nvdla.md 4.1)")
+                          f"{arr.shape} (docs/nvdla.md §4.1)")
     if min(arr.shape[:2]) < 1:
         raise LayoutError(f"img: H and W must be >= 1, got {arr.shape}")
     kind = fmt.kind
@@ -266,7 +265,7 @@ def _components(img, fmt: PixelFormat) -> np.ndarray:
 def _check_10bit(arr: np.ndarray, fmt: PixelFormat) -> None:
     """ValueError unless the ``(H, W, 4)`` components fit the 10-bit word: colour 0-1023, alpha 0-3."""
     if arr.min() < 0 or arr[..., :3].max() > 1023 or arr[..., 3].max() > 3:
-        raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (nvdla.md 4.3)")
+        raise ValueError(f"img: {fmt.name} colour components must be in 0-1023, alpha in 0-3 (docs/nvdla.md §4.3)")
 
 
 def _words(comps: np.ndarray, fmt: PixelFormat, words: Optional[np.ndarray] = None) -> np.ndarray:
@@ -280,12 +279,12 @@ def _words(comps: np.ndarray, fmt: PixelFormat, words: Optional[np.ndarray] = No
     if bad >= 0:
         y, x = divmod(int(bad), w)
         raise ValueError(f"img: {fmt.name} pixel ({y}, {x}) = {comps[y, x].tolist()}: colour components must be in "
-                         "0-1023 and alpha in 0-3 (nvdla.md 4.3)")
+                         "0-1023 and alpha in 0-3 (docs/nvdla.md §4.3)")
     return words.reshape(h, w, 1)
 
 
 def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=None) -> PixelPlanes:
-    """Lay an image out in an NVDLA pixel format (nvdla.md 4; seed "Pixel Format").
+    """Lay an image out in an NVDLA pixel format (docs/nvdla.md §4).
 
     Parameters
     ----------
@@ -352,7 +351,7 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
 
 def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: int = 0) -> np.ndarray:
     """Read an image back from its NVDLA pixel planes: the inverse of :func:`pack_pixels`
-    (nvdla.md 4; seed "Pixel Format").
+    (docs/nvdla.md §4).
 
     Parameters
     ----------
@@ -432,7 +431,7 @@ def _register(value, name: str, lo: int, hi: int, what: str, per_component: bool
 
 def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = True, offset=0, scale=1,
                             truncate: int = 0, sign_override: bool = False) -> np.ndarray:
-    """The image DMA's precision conversion (nvdla.md 4.5; seed "Precision Conversion").
+    """The image DMA's precision conversion (docs/nvdla.md §4.5).
 
     ``img`` is ``(H, W, comps)`` as :func:`unpack_pixels` returns it (10-bit formats: the 10-bit
     values; they are widened ``<< 6``, alpha ``<< 14``). With ``cvt``: ``y = round_half_away(
@@ -443,7 +442,7 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
     convert to fp16 only. Returns int8, int16 or float16 of the same shape.
 
     Raises ValueError for an unknown precision, a register value out of range (``offset`` and
-    ``scale`` int16, ``truncate`` 0..63; nvdla.md 4.5) or 10-bit components out of range
+    ``scale`` int16, ``truncate`` 0..63; docs/nvdla.md §4.5) or 10-bit components out of range
     (colour 0-1023, alpha 0-3), TypeError for a register value that is not an integer (or, for
     ``offset``, one integer per component), for a ``cvt`` or ``sign_override`` that is not a
     bool and for an ``img`` element type the format does not store (as :func:`pack_pixels`:
@@ -464,7 +463,7 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
         _check_10bit(arr, fmt)  # pack_pixels leaves uint16 to the packing kernel's check
     if fmt.kind == "fp16":
         if precision != "fp16":
-            raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) converts to fp16 only (nvdla.md 4.5, 13)")
+            raise UnsupportedError(f"precision: an fp16 image ({fmt.name}) converts to fp16 only (docs/nvdla.md §4.5, 13)")
         return arr.astype(np.float16) if arr.dtype != np.float16 else arr.copy()
     truncate = int(_register(truncate, "truncate", 0, 63, "6-bit register"))
     scale = int(_register(scale, "scale", -32768, 32767, "int16 register D_CVT_SCALE"))
@@ -477,7 +476,7 @@ def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = Tr
         p = arr.astype(np.int64) & ((1 << bits) - 1)
     if not cvt:
         if precision == "fp16":
-            raise UnsupportedError("precision: without CVT integer pixels cannot become fp16 (nvdla.md 4.5)")
+            raise UnsupportedError("precision: without CVT integer pixels cannot become fp16 (docs/nvdla.md §4.5)")
         if bits == 8:
             raw = p.astype(np.uint8).view(np.int8)
             return raw if precision == "int8" else raw.astype(np.int16)

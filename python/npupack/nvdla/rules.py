@@ -1,6 +1,5 @@
 """NVDLA precision-conversion validity, FP16 INF/NaN rules and alignment rules, as data
-(nvdla.md 13, 14, 15; seed "Precision Type", "Precision Conversion", "FP16 Supporting",
-"Alignment of Start Address and Stride").
+(docs/nvdla.md §13, 14, 15).
 
 Every table is a plain tuple of rows so that callers (compilers, docs, tests) can read it; the
 check functions only look rows up and quote the row they reject.
@@ -39,7 +38,7 @@ class PrecisionRule:
 
 def _conv_rows():
     rows = []
-    for out in PRECISIONS:  # integer image: any output, pipeline = output (nvdla.md 13.1)
+    for out in PRECISIONS:  # integer image: any output, pipeline = output (docs/nvdla.md §13.1)
         rows.append(PrecisionRule("conv", "integer image", out, out, out))
     for out in PRECISIONS:
         ok = out == "fp16"
@@ -55,9 +54,9 @@ _SDP = {("int8", "int8"): "int32", ("int8", "int16"): "int32", ("int8", "fp16"):
         ("int16", "int8"): "int32", ("int16", "int16"): "int32", ("int16", "fp16"): "int32",
         ("fp16", "int8"): None, ("fp16", "int16"): "fp32", ("fp16", "fp16"): "fp32"}
 
-#: The four tables of the seed's "Precision Conversion" section (nvdla.md 13.1-13.3), every row,
+#: The four tables of NVDLA's "Precision Conversion" section (docs/nvdla.md §13.1-13.3), every row,
 #: valid and invalid. Units: "conv" (DC, Winograd, image), "sdp" (offline mode), "cdp" (LRN),
-#: "pdp" (pooling). The pooling table's duplicated int16 row is read as fp16 (nvdla.md 13.3).
+#: "pdp" (pooling). The pooling table's duplicated int16 row is read as fp16 (docs/nvdla.md §13.3).
 PRECISION_TABLES = {
     "conv": _conv_rows(),
     "sdp": tuple(PrecisionRule("sdp", i, o, p) for (i, o), p in _SDP.items()),
@@ -79,12 +78,12 @@ def _input_class(unit: str, value: str) -> str:
         if value in PIXEL_FORMATS:
             return "fp16 image" if value in _FP16_IMAGES else "integer image"
         raise ValueError(f"input: {value!r} is neither a precision {PRECISIONS} nor a pixel format "
-                         "(nvdla.md 13.1)")
-    raise ValueError(f"input: {value!r} is not one of {PRECISIONS} (nvdla.md 13)")
+                         "(docs/nvdla.md §13.1)")
+    raise ValueError(f"input: {value!r} is not one of {PRECISIONS} (docs/nvdla.md §13)")
 
 
 def check_precision(unit: str, input: str, output: str) -> PrecisionRule:
-    """Look up a precision conversion (nvdla.md 13).
+    """Look up a precision conversion (docs/nvdla.md §13).
 
     Parameters
     ----------
@@ -111,26 +110,26 @@ def check_precision(unit: str, input: str, output: str) -> PrecisionRule:
         Unknown unit, input or output.
     """
     if unit not in PRECISION_TABLES:
-        raise ValueError(f"unit: {unit!r} is not one of {tuple(PRECISION_TABLES)} (nvdla.md 13)")
+        raise ValueError(f"unit: {unit!r} is not one of {tuple(PRECISION_TABLES)} (docs/nvdla.md §13)")
     if output not in PRECISIONS:
-        raise ValueError(f"output: {output!r} is not one of {PRECISIONS} (nvdla.md 13)")
+        raise ValueError(f"output: {output!r} is not one of {PRECISIONS} (docs/nvdla.md §13)")
     cls = _input_class(unit, input)
     for row in PRECISION_TABLES[unit]:
         if row.input == cls and row.output == output:
             if row.pipeline is None:
                 raise UnsupportedError(f"precision: {unit} cannot convert {input} to {output}; table row "
-                                       f"'{row}' (nvdla.md 13, seed 'Precision Conversion')")
+                                       f"'{row}' (docs/nvdla.md §13)")
             return row
     raise AssertionError("every pair has a row")  # the tables are complete
 
 
-#: How each sub-module treats a +-INF fp16 input (nvdla.md 14.1; seed "FP16 Supporting").
+#: How each sub-module treats a +-INF fp16 input (docs/nvdla.md §14.1).
 FP16_INF_AS = {
     "conv_dc": 65536.0, "conv_image": 65536.0, "conv_winograd": 65504.0,
     "sdp": 3.40282e38, "cdp": 4292870144.0, "pdp_average": 4292870144.0, "pdp_max_min": float("inf"),
 }
 
-#: The NaN / overflow / denormal rules of the hardware and npupack's policy (nvdla.md 14).
+#: The NaN / overflow / denormal rules of the hardware and npupack's policy (docs/nvdla.md §14).
 FP16_RULES = {
     "inf_output": "never: on overflow every unit saturates (fp16 +-65504, int16 32767/-32768, int8 127/-128)",
     "nan_generated": False,
@@ -146,7 +145,7 @@ FP16_RULES = {
 
 @dataclass(frozen=True)
 class AlignmentRule:
-    """Alignment of one data format, bytes; None where the rule does not apply (nvdla.md 15)."""
+    """Alignment of one data format, bytes; None where the rule does not apply (docs/nvdla.md §15)."""
 
     kind: str
     address: int
@@ -157,7 +156,7 @@ class AlignmentRule:
 
 
 def alignment_rules(config: Config = NV_FULL) -> dict:
-    """The alignment table for ``config`` (nvdla.md 15.2): the seed's table with the 32-byte
+    """The alignment table for ``config`` (docs/nvdla.md §15.2): the hardware documentation's table with the 32-byte
     entries of feature, bias, PReLU, batch-norm and element-wise rows replaced by
     ``config.atom_bytes``; weights start at 256 bytes, their size aligns to
     ``config.weight_size_alignment`` (compressed DATA, WMB, WGS: 128). Returns ``{kind: AlignmentRule}``."""
@@ -176,13 +175,13 @@ def alignment_rules(config: Config = NV_FULL) -> dict:
     }
 
 
-#: The seed's table (NV_FULL values; nvdla.md 15.1).
+#: The hardware documentation's table (NV_FULL values; docs/nvdla.md §15.1).
 ALIGNMENT = alignment_rules(NV_FULL)
 
 
 def check_alignment(kind: str, *, config: Config = NV_FULL, address=None, line_stride=None, surface_stride=None,
                     batch_stride=None, size=None, shape=None) -> AlignmentRule:
-    """Check addresses, strides and sizes against the alignment table (nvdla.md 15.2).
+    """Check addresses, strides and sizes against the alignment table (docs/nvdla.md §15.2).
 
     Parameters
     ----------
@@ -195,7 +194,7 @@ def check_alignment(kind: str, *, config: Config = NV_FULL, address=None, line_s
         The values to check; omitted ones are not checked.
     shape : (C, H, W) or (N, C, H, W), optional, elements
         For "feature" / "eltwise" / "bias": a 1x1 cube must have ``surface_stride`` equal to its
-        atom (the surface-packed case, nvdla.md 3.3). Checked like any shape: 3 or 4 integers
+        atom (the surface-packed case, docs/nvdla.md §3.3). Checked like any shape: 3 or 4 integers
         >= 1.
 
     Returns
@@ -220,7 +219,7 @@ def check_alignment(kind: str, *, config: Config = NV_FULL, address=None, line_s
             raise LayoutError(f"shape: (C, H, W) or (N, C, H, W), got {shape}")
     rules = alignment_rules(config)
     if kind not in rules:
-        raise ValueError(f"kind: {kind!r} is not one of {tuple(rules)} (nvdla.md 15)")
+        raise ValueError(f"kind: {kind!r} is not one of {tuple(rules)} (docs/nvdla.md §15)")
     rule = rules[kind]
     for name, value, align in (("address", address, rule.address), ("line_stride", line_stride, rule.line_stride),
                                ("surface_stride", surface_stride, rule.surface_stride),
@@ -233,13 +232,13 @@ def check_alignment(kind: str, *, config: Config = NV_FULL, address=None, line_s
         if value < 0:
             raise LayoutError(f"{name}: {value} bytes is negative")
         if align is None:
-            raise LayoutError(f"{name}: {kind} data has no {name.replace('_', ' ')} (nvdla.md 15.1)")
+            raise LayoutError(f"{name}: {kind} data has no {name.replace('_', ' ')} (docs/nvdla.md §15.1)")
         if value % align:
             raise LayoutError(f"{name}: {value} bytes is not a multiple of {align} for {kind} data on "
-                              f"{config.name} (nvdla.md 15)")
+                              f"{config.name} (docs/nvdla.md §15)")
     if shape is not None and surface_stride is not None and kind in ("feature", "eltwise", "bias"):
         dims = tuple(shape)[-2:]
         if dims == (1, 1) and int(surface_stride) != config.atom_bytes:
             raise LayoutError(f"surface_stride: a 1x1 cube is surface-packed; its surface stride must be the "
-                              f"{config.atom_bytes}-byte atom, got {surface_stride} (nvdla.md 3.3)")
+                              f"{config.atom_bytes}-byte atom, got {surface_stride} (docs/nvdla.md §3.3)")
     return rule

@@ -1,6 +1,5 @@
-"""NVDLA SDP auxiliary data: bias, PReLU, batch-norm and element-wise operands (nvdla.md 12;
-seed "Bias Data Format", "PReLU Data Format", "Batch Normalization Data Format", "Element-Wise
-Data Format"), and nvdla/sw's int16 quantisation of bias and rescale factors.
+"""NVDLA SDP auxiliary data: bias, PReLU, batch-norm and element-wise operands (docs/nvdla.md §12),
+and nvdla/sw's int16 quantisation of bias and rescale factors.
 
 All four formats are one operand layout. An operand has 1 or 2 components (ALU and/or MUL) of
 ``data_size`` bytes each; ``E = atom_elements(precision)`` elements share an atom:
@@ -30,7 +29,7 @@ from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elemen
 __all__ = ["USES", "bytes_per_atom", "SdpOperand", "pack_bias", "pack_prelu", "pack_batchnorm", "pack_eltwise",
            "unpack_sdp", "quantize_bias", "factorize_scales"]
 
-#: Components of each operand use (nvdla.md 12.1).
+#: Components of each operand use (docs/nvdla.md §12.1).
 USES = {"bias": 1, "prelu": 1, "scale": 1, "eltwise_alu": 1, "eltwise_mul": 1, "batchnorm": 2, "eltwise_both": 2,
         "bias_rescale": 2}
 MODES = ("per_layer", "per_channel", "per_element")
@@ -40,21 +39,21 @@ def _data_size(data_size, precision: str, default: int) -> int:
     if data_size is None:
         data_size = 2 if precision == "fp16" else default
     if data_size not in (1, 2) or isinstance(data_size, bool):
-        raise ValueError(f"data_size: 1 or 2 bytes, got {data_size!r} (nvdla.md 12.1)")
+        raise ValueError(f"data_size: 1 or 2 bytes, got {data_size!r} (docs/nvdla.md §12.1)")
     if precision == "fp16" and data_size != 2:
-        raise ValueError("data_size: fp16 operands are 2 bytes (nvdla.md 12.1)")
+        raise ValueError("data_size: fp16 operands are 2 bytes (docs/nvdla.md §12.1)")
     return int(data_size)
 
 
 def bytes_per_atom(precision: str, use: str, data_size: int, config: Config = NV_FULL) -> int:
-    """BytesPerAtom of the seed: ``E * components(use) * data_size`` (nvdla.md 12.1).
+    """BytesPerAtom of NVDLA's hardware documentation: ``E * components(use) * data_size`` (docs/nvdla.md §12.1).
 
     ``precision`` is the SDP processing precision ("int8", "int16", "fp16"; E =
     ``config.atom_elements(precision)``), ``use`` one of :data:`USES`, ``data_size`` 1 or 2
     bytes per component. Returns bytes. Raises ValueError for an unknown use or precision or a
     bad data size, UnsupportedError for a precision the config lacks."""
     if use not in USES:
-        raise ValueError(f"use: {use!r} is not one of {tuple(USES)} (nvdla.md 12.1)")
+        raise ValueError(f"use: {use!r} is not one of {tuple(USES)} (docs/nvdla.md §12.1)")
     _check_precision(precision, config)
     return config.atom_elements(precision) * USES[use] * _data_size(data_size, precision, 2)
 
@@ -80,7 +79,7 @@ def _check_precision(precision, config: Config) -> None:
 
 @dataclass(frozen=True, eq=False)
 class SdpOperand:
-    """One packed SDP operand (nvdla.md 12.2).
+    """One packed SDP operand (docs/nvdla.md §12.2).
 
     Attributes
     ----------
@@ -123,7 +122,7 @@ class SdpOperand:
 
     @property
     def alignment_kind(self) -> str:
-        """The alignment table row of this operand (nvdla.md 15)."""
+        """The alignment table row of this operand (docs/nvdla.md §15)."""
         return {"prelu": "prelu", "batchnorm": "batchnorm"}.get(self.use, "eltwise" if self.use.startswith(
             "eltwise") else "bias")
 
@@ -141,12 +140,12 @@ def _convert(values, precision, data_size, name, rounding, saturate) -> np.ndarr
         raise TypeError(f"{name}: expected a real array, got dtype {arr.dtype}")
     if target != "fp16" and arr.dtype.kind == "f":
         raise TypeError(f"{name}: float operands for an integer ({precision}) pipeline must be quantised first "
-                        "(npupack.nvdla.quantize_bias / factorize_scales, or pass integers; nvdla.md 12.1)")
+                        "(npupack.nvdla.quantize_bias / factorize_scales, or pass integers; docs/nvdla.md §12.1)")
     if arr.dtype.kind in "iu" and arr.dtype.itemsize > 2:
         info = np.iinfo(_TARGET_DTYPE[target]) if target != "fp16" else None
         if info is not None and arr.size and (arr.min() < info.min or arr.max() > info.max):
             raise ValueError(f"{name}: values outside [{info.min}, {info.max}] do not fit {data_size}-byte "
-                             f"{target} components (nvdla.md 12.1)")
+                             f"{target} components (docs/nvdla.md §12.1)")
         arr = arr.astype(np.int64 if target == "fp16" else _TARGET_DTYPE[target])
         if target == "fp16":
             arr = arr.astype(np.float64)
@@ -176,7 +175,7 @@ def _element_layout(c, h, w, k, e, dtype, line_stride, surface_stride) -> Blocke
 
 def element_strides(shape, *, e: int, eb: int, config: Config, line_stride=None, surface_stride=None):
     """``(line_stride, surface_stride, nbytes)`` in bytes of a per-element operand of logical
-    shape ``(C, H, W)`` with ``e`` elements per atom of ``eb`` bytes each (nvdla.md 12.2).
+    shape ``(C, H, W)`` with ``e`` elements per atom of ``eb`` bytes each (docs/nvdla.md §12.2).
     Default line stride ``roundup(W*e*eb, atom)``, surface stride ``H*line``. Raises
     LayoutError for a stride that is not a positive multiple of the atom or is too small."""
     c, h, w = shape
@@ -184,13 +183,13 @@ def element_strides(shape, *, e: int, eb: int, config: Config, line_stride=None,
     row = w * e * eb
     for name, v in (("line_stride", line_stride), ("surface_stride", surface_stride)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0 or v % atom):
-            raise LayoutError(f"{name}: {v!r} is not a positive multiple of the {atom}-byte atom (nvdla.md 12.2)")
+            raise LayoutError(f"{name}: {v!r} is not a positive multiple of the {atom}-byte atom (docs/nvdla.md §12.2)")
     ls = -(-row // atom) * atom if line_stride is None else int(line_stride)
     if ls < row:
-        raise LayoutError(f"line_stride: {ls} bytes is smaller than W*E*eb = {w}*{e}*{eb} = {row} (nvdla.md 12.2)")
+        raise LayoutError(f"line_stride: {ls} bytes is smaller than W*E*eb = {w}*{e}*{eb} = {row} (docs/nvdla.md §12.2)")
     ss = h * ls if surface_stride is None else int(surface_stride)
     if ss < h * ls:
-        raise LayoutError(f"surface_stride: {ss} bytes is smaller than H*line_stride = {h * ls} (nvdla.md 12.2)")
+        raise LayoutError(f"surface_stride: {ss} bytes is smaller than H*line_stride = {h * ls} (docs/nvdla.md §12.2)")
     g = -(-c // e)
     return ls, ss, (g - 1) * ss + (h - 1) * ls + -(-row // atom) * atom
 
@@ -202,7 +201,7 @@ def _operand(parts, *, use, mode, precision, data_size, config, line_stride=None
         _check_rounding(rounding)
     saturate = check_bool(saturate, "saturate")
     if mode not in _SHAPES:
-        raise ValueError(f"mode: {mode!r} is not one of {MODES} (nvdla.md 12.2)")
+        raise ValueError(f"mode: {mode!r} is not one of {MODES} (docs/nvdla.md §12.2)")
     comps = _components(parts, precision, data_size, rounding, saturate)
     shape = comps[0].shape
     k = len(comps)
@@ -210,16 +209,16 @@ def _operand(parts, *, use, mode, precision, data_size, config, line_stride=None
     eb = k * data_size
     ndim, text = _SHAPES[mode]
     if len(shape) != ndim:
-        raise LayoutError(f"{parts[0][0]}: {mode} operands have shape {text}, got {shape} (nvdla.md 12.2)")
+        raise LayoutError(f"{parts[0][0]}: {mode} operands have shape {text}, got {shape} (docs/nvdla.md §12.2)")
     if 0 in shape:
         raise LayoutError(f"{parts[0][0]}: every dimension must be >= 1, got {shape}")
     if (line_stride is not None or surface_stride is not None) and mode != "per_element":
-        raise LayoutError("line_stride / surface_stride: only per-element operands have strides (nvdla.md 12.2)")
+        raise LayoutError("line_stride / surface_stride: only per-element operands have strides (docs/nvdla.md §12.2)")
     fields = dict(use=use, mode=mode, precision=precision, components=k, data_size=data_size, elements_per_atom=e,
                   config=config, shape=shape, data=None, registers=None, line_stride=None, surface_stride=None)
     if mode == "per_layer":
         if out is not None:
-            raise LayoutError("out: per-layer operands live in registers, not memory (nvdla.md 12.2)")
+            raise LayoutError("out: per-layer operands live in registers, not memory (docs/nvdla.md §12.2)")
         bits = [int(c.reshape(1).view(np.uint8 if data_size == 1 else np.uint16)[0]) for c in comps]
         if data_size == 1:  # sign-extended into the 16-bit register field
             bits = [b | 0xFF00 if b >= 0x80 else b for b in bits]
@@ -249,7 +248,7 @@ def _operand(parts, *, use, mode, precision, data_size, config, line_stride=None
 
 
 def unpack_sdp(operand: SdpOperand, data=None):
-    """Read an SDP operand back (nvdla.md 12.2).
+    """Read an SDP operand back (docs/nvdla.md §12.2).
 
     Parameters
     ----------
@@ -305,14 +304,14 @@ def unpack_sdp(operand: SdpOperand, data=None):
 
 def _check_fields(op: SdpOperand) -> None:
     """ValueError naming the first field of ``op`` that is not what the packers give for its use,
-    mode, precision, data size, shape, config and strides (nvdla.md 12.1, 12.2): an operand
+    mode, precision, data size, shape, config and strides (docs/nvdla.md §12.1, 12.2): an operand
     rebuilt by hand with one of them wrong would unpack to other values without a word."""
     try:
         _check_precision(op.precision, op.config)
         if op.use not in USES:
-            raise ValueError(f"use: {op.use!r} is not one of {tuple(USES)} (nvdla.md 12.1)")
+            raise ValueError(f"use: {op.use!r} is not one of {tuple(USES)} (docs/nvdla.md §12.1)")
         if op.mode not in _SHAPES:
-            raise ValueError(f"mode: {op.mode!r} is not one of {MODES} (nvdla.md 12.2)")
+            raise ValueError(f"mode: {op.mode!r} is not one of {MODES} (docs/nvdla.md §12.2)")
         _data_size(op.data_size, op.precision, 2)
     except (ValueError, TypeError) as e:
         raise type(e)(f"operand.{e}") from None
@@ -322,19 +321,19 @@ def _check_fields(op: SdpOperand) -> None:
     for name, value in expected.items():
         if getattr(op, name) != value:
             raise LayoutError(f"operand.{name}: {getattr(op, name)!r}, but {op.use} operands at {op.precision} on "
-                              f"{op.config.name} have {value} (nvdla.md 12.1)")
+                              f"{op.config.name} have {value} (docs/nvdla.md §12.1)")
     if not isinstance(op.shape, tuple) or len(op.shape) != ndim or not all(
             is_int(d) and d >= 1 for d in op.shape):
         raise LayoutError(f"operand.shape: {op.mode} operands have shape {text} of dimensions >= 1, got "
-                          f"{op.shape!r} (nvdla.md 12.2)")
+                          f"{op.shape!r} (docs/nvdla.md §12.2)")
     if op.mode != "per_element" and (op.line_stride is not None or op.surface_stride is not None):
-        raise LayoutError("operand.line_stride: only per-element operands have strides (nvdla.md 12.2)")
+        raise LayoutError("operand.line_stride: only per-element operands have strides (docs/nvdla.md §12.2)")
     eb = op.components * op.data_size
     if op.mode == "per_layer":
         if op.data is not None or not isinstance(op.registers, tuple) or len(op.registers) != op.components or \
                 not all(is_int(r) and 0 <= r <= 0xFFFF for r in op.registers):
             raise LayoutError(f"operand.registers: per-layer operands hold {op.components} 16-bit register values "
-                              f"and no data, got registers={op.registers!r} (nvdla.md 12.2)")
+                              f"and no data, got registers={op.registers!r} (docs/nvdla.md §12.2)")
         return
     if op.mode == "per_channel":
         strides, size = (None, None), -(-op.shape[0] // e) * e * eb
@@ -347,17 +346,17 @@ def _check_fields(op: SdpOperand) -> None:
         strides = (ls, ss)
     if (op.line_stride, op.surface_stride) != strides:
         raise LayoutError(f"operand.line_stride: per-element operands record their strides, got "
-                          f"{(op.line_stride, op.surface_stride)} (nvdla.md 12.2)")
+                          f"{(op.line_stride, op.surface_stride)} (docs/nvdla.md §12.2)")
     if op.data is not None and as_byte_buffer(op.data, "operand.data").size != size:
         raise LayoutError(f"operand.data: {op.nbytes} bytes, but a {op.mode} {op.use} operand of shape {op.shape} is "
-                          f"{size} (nvdla.md 12.2)")
+                          f"{size} (docs/nvdla.md §12.2)")
 
 
 def pack_bias(bias, *, precision: Optional[str] = None, pipeline: Optional[str] = None, mode: str = "per_channel",
               data_size: Optional[int] = None, mul=None,
               config: Config = NV_FULL, line_stride=None, surface_stride=None, rounding: str = "nearest_even",
               saturate: bool = True, out=None) -> SdpOperand:
-    """Pack a bias operand (ALU), or a bias + rescale pair with ``mul`` (nvdla.md 12.3).
+    """Pack a bias operand (ALU), or a bias + rescale pair with ``mul`` (docs/nvdla.md §12.3).
 
     Parameters
     ----------
@@ -409,7 +408,7 @@ def pack_bias(bias, *, precision: Optional[str] = None, pipeline: Optional[str] 
 def pack_prelu(slope, *, precision: Optional[str] = None, pipeline: Optional[str] = None,
                data_size: Optional[int] = None, config: Config = NV_FULL,
                rounding: str = "nearest_even", saturate: bool = True, out=None) -> SdpOperand:
-    """Pack PReLU slopes (nvdla.md 12.4): always per channel, one MUL component.
+    """Pack PReLU slopes (docs/nvdla.md §12.4): always per channel, one MUL component.
 
     ``slope`` is ``(C,)`` (integers for int8/int16 pipelines, fitting ``data_size``; any real
     dtype for fp16). Returns an SdpOperand of ``roundup(C, E) * data_size`` bytes. Errors as
@@ -424,7 +423,7 @@ def pack_batchnorm(alu, mul, *, precision: Optional[str] = None, pipeline: Optio
                    mode: str = "per_channel", data_size: Optional[int] = None,
                    config: Config = NV_FULL, rounding: str = "nearest_even", saturate: bool = True,
                    out=None) -> SdpOperand:
-    """Pack batch-norm operands as pairs, ALU first (nvdla.md 12.5).
+    """Pack batch-norm operands as pairs, ALU first (docs/nvdla.md §12.5).
 
     ``alu`` and ``mul`` are ``(C,)`` (per channel: ``[alu0, mul0, alu1, mul1, ...]``, each
     ``data_size`` bytes, zero-padded to ``roundup(C, E) * 2 * data_size`` bytes) or scalars
@@ -434,7 +433,7 @@ def pack_batchnorm(alu, mul, *, precision: Optional[str] = None, pipeline: Optio
     precision = _pipeline(precision, pipeline)
     if mode == "per_element":
         raise UnsupportedError("mode: per-element batch-norm operands are element-wise pairs; use "
-                               "pack_eltwise(alu=..., mul=...) (nvdla.md 12.5)")
+                               "pack_eltwise(alu=..., mul=...) (docs/nvdla.md §12.5)")
     return _operand([("alu", alu), ("mul", mul)], use="batchnorm", mode=mode, precision=precision,
                     data_size=_data_size(data_size, precision, 2), config=config, rounding=rounding,
                     saturate=saturate, out=out)
@@ -444,7 +443,7 @@ def pack_eltwise(alu=None, mul=None, *, precision: Optional[str] = None, pipelin
                  data_size: Optional[int] = None, config: Config = NV_FULL,
                  line_stride=None, surface_stride=None, rounding: str = "nearest_even", saturate: bool = True,
                  out=None) -> SdpOperand:
-    """Pack element-wise operands, always per element (nvdla.md 12.6).
+    """Pack element-wise operands, always per element (docs/nvdla.md §12.6).
 
     ``alu`` and/or ``mul`` are ``(C, H, W)``; both give pairs (ALU first). The default
     ``data_size`` is the element size of ``precision`` (1 for int8): with one component the
@@ -453,7 +452,7 @@ def pack_eltwise(alu=None, mul=None, *, precision: Optional[str] = None, pipelin
     precision = _pipeline(precision, pipeline)
     parts = [(n, v) for n, v in (("alu", alu), ("mul", mul)) if v is not None]
     if not parts:
-        raise ValueError("pack_eltwise: give alu=, mul= or both (nvdla.md 12.6)")
+        raise ValueError("pack_eltwise: give alu=, mul= or both (docs/nvdla.md §12.6)")
     use = "eltwise_both" if len(parts) == 2 else f"eltwise_{parts[0][0]}"
     default = 1 if precision == "int8" else 2
     return _operand(parts, use=use, mode="per_element", precision=precision,

@@ -1,6 +1,5 @@
 """NVDLA sparse weight compression: WMB / DATA / WGS surfaces, their sizes before compressing,
-decompression, and a magnitude-pruning helper for experiments (nvdla.md 11; seed "Sparse
-Compression option").
+decompression, and a magnitude-pruning helper for experiments (docs/nvdla.md §11).
 
 The input is the uncompressed element stream of one weight surface (after every extension and
 mapping step, without tail): ``n`` elements of ``es`` bytes, split into kernel groups of
@@ -32,14 +31,14 @@ SURFACE_ALIGNMENT = 128
 
 
 def _surface(nbytes: int) -> int:
-    """Compressed surface size: a multiple of 128 bytes, at least 128 (nvdla.md 11.1)."""
+    """Compressed surface size: a multiple of 128 bytes, at least 128 (docs/nvdla.md §11.1)."""
     return max(SURFACE_ALIGNMENT, -(-nbytes // SURFACE_ALIGNMENT) * SURFACE_ALIGNMENT)
 
 
 @dataclass(frozen=True)
 class SparsityReport:
     """Sizes of the compressed encoding of one weight stream, computed without building it
-    (nvdla.md 11.1, 11.2). All sizes are bytes.
+    (docs/nvdla.md §11.1, 11.2). All sizes are bytes.
 
     Attributes
     ----------
@@ -119,7 +118,7 @@ def _sizes(n: int, nonzero: int, groups: int, es: int) -> tuple[int, int, int]:
 
 def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_elements: int | None = None,
                      tail: int = 128) -> SparsityReport:
-    """Sizes of the compressed and uncompressed encodings before compressing (nvdla.md 11.1).
+    """Sizes of the compressed and uncompressed encodings before compressing (docs/nvdla.md §11.1).
 
     Parameters
     ----------
@@ -219,7 +218,7 @@ def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mo
 
 
 def compress_weights(stream, *, precision: str, kernel_group_elements: int, out=None):
-    """Compress an uncompressed weight stream into DATA, WMB and WGS (nvdla.md 11.1).
+    """Compress an uncompressed weight stream into DATA, WMB and WGS (docs/nvdla.md §11.1).
 
     Parameters
     ----------
@@ -259,7 +258,7 @@ def compress_weights(stream, *, precision: str, kernel_group_elements: int, out=
 
 
 def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, kernel_group_elements=None):
-    """Expand compressed weights back to the uncompressed element stream (nvdla.md 11.1).
+    """Expand compressed weights back to the uncompressed element stream (docs/nvdla.md §11.1).
 
     For each element ``i < n_elements``: WMB bit ``i`` set takes the next ``es`` bytes of DATA,
     clear gives zero (+0 for fp16). The result does not depend on WGS; when ``wgs`` and
@@ -331,7 +330,7 @@ def prune(w, sparsity: float, *, precision: str | None = None, config: Config = 
     """Magnitude pruning per kernel group, for compression experiments.
 
     Kernels are taken ``kpg = config.kernels_per_group(precision)`` at a time along
-    ``kernel_axis`` (the last group may be short, as in the weight surfaces, nvdla.md 5.2); in
+    ``kernel_axis`` (the last group may be short, as in the weight surfaces, docs/nvdla.md §5.2); in
     each group the ``floor(sparsity * n + 0.5)`` elements of smallest magnitude are set to zero
     (``n`` = elements of the group; ties broken by position, first first; existing zeros count).
 

@@ -1,6 +1,6 @@
-"""What every NVDLA weight kind shares (nvdla.md 5): the ``WeightSurfaces`` result, shape and
+"""What every NVDLA weight kind shares (docs/nvdla.md §5): the ``WeightSurfaces`` result, shape and
 option checks, the DC mapping descriptor (DC, grouped, image without post-extension and each
-deconvolution set use it), and writing a surface: zero tail, or sparse compression (nvdla.md 11).
+deconvolution set use it), and writing a surface: zero tail, or sparse compression (docs/nvdla.md §11).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ COMPRESS_MODES = (False, True, "auto")
 
 @dataclass(frozen=True, eq=False)
 class WeightSurfaces:
-    """Packed weights of one layer, or of one deconvolution set (nvdla.md 5.4). Immutable;
+    """Packed weights of one layer, or of one deconvolution set (docs/nvdla.md §5.4). Immutable;
     compared by identity (compare the ``weight`` arrays to compare bytes).
 
     Attributes
@@ -39,7 +39,7 @@ class WeightSurfaces:
         Logical input shape: ``(K, C, R, S)`` (grouped: ``(K, C/groups, R, S)``; deconvolution:
         ONNX ``(C_in, K_out, R, S)``).
     packed_shape : tuple
-        ``(K', C', R', S')`` of the mapped tensor (nvdla.md 5.4 table).
+        ``(K', C', R', S')`` of the mapped tensor (docs/nvdla.md §5.4 table).
     kernel_groups : int
         ``ceil(K' / kpg)``.
     bytes_per_kernel : int
@@ -81,9 +81,9 @@ class WeightSurfaces:
 
     @classmethod
     def _fast(cls, **fields) -> "WeightSurfaces":
-        # The generated frozen __init__ costs ~3 us (one object.__setattr__ per field), a third
-        # of a small layer's packing time. Fields are filled directly; defaults come from the
-        # class. Instances stay frozen for callers.
+        # The generated frozen __init__ makes one object.__setattr__ per field, a large share of a
+        # small layer's packing time. Fields are filled directly; defaults come from the class.
+        # Instances stay frozen for callers.
         obj = object.__new__(cls)
         obj.__dict__.update(fields)
         return obj
@@ -120,7 +120,7 @@ class WeightSurfaces:
 
     @property
     def alignment(self) -> int:
-        """Size alignment of the weight surface, bytes (nvdla.md 5.3; compressed: 128)."""
+        """Size alignment of the weight surface, bytes (docs/nvdla.md §5.3; compressed: 128)."""
         if self.wmb is not None:
             return 128
         return max(128, self.config.weight_size_alignment) if self.kind == "winograd" \
@@ -141,7 +141,7 @@ def kcrs(shape, name: str) -> tuple[int, int, int, int]:
     shape = tuple(shape)
     if len(shape) != 4:
         raise LayoutError(f"{name}: expected weights (K, C, R, S), got {len(shape)} dimensions {shape}")
-    return check_dims(shape, name, " (nvdla.md 5.1)")
+    return check_dims(shape, name, " (docs/nvdla.md §5.1)")
 
 
 def roundup(n: int, a: int) -> int:
@@ -163,12 +163,12 @@ def check_stride(stride) -> tuple[int, int]:
 
 def check_compress(compress, config: Config):
     """The effective mode: False, True or "auto" ("auto" on a config without compression is
-    False; True there is an UnsupportedError; nvdla.md 11.2)."""
+    False; True there is an UnsupportedError; docs/nvdla.md §11.2)."""
     if not any(compress is m or (isinstance(m, str) and compress == m) for m in COMPRESS_MODES):
-        raise ValueError(f"compress: expected False, True or 'auto', got {compress!r} (nvdla.md 11.2)")
+        raise ValueError(f"compress: expected False, True or 'auto', got {compress!r} (docs/nvdla.md §11.2)")
     if compress is True and not config.compression:
         raise UnsupportedError(f"compress: config {config.name!r} has no sparse weight compression "
-                               "(nvdla.md 11; NV_FULL has it)")
+                               "(docs/nvdla.md §11; NV_FULL has it)")
     if compress == "auto" and not config.compression:
         return False
     return compress
@@ -181,7 +181,7 @@ def check_single_group(groups, kind: str) -> None:
     """The kinds without grouped weights take ``groups`` 1 (an integer: True is not a count)."""
     if check_int(groups, "groups") != 1:
         name, section = _SINGLE_GROUP[kind]
-        raise UnsupportedError(f"groups: {name} weights take groups=1 (nvdla.md {section})")
+        raise UnsupportedError(f"groups: {name} weights take groups=1 (docs/nvdla.md {section})")
 
 
 def check_no_pixel_format(pixel_format) -> None:
@@ -192,13 +192,13 @@ def check_no_pixel_format(pixel_format) -> None:
 def check_unit_scale(scale, kind: str) -> None:
     if isinstance(scale, (bool, np.bool_)) or scale != 1.0:
         raise ValueError(f"scale: {scale!r}; a scale other than 1.0 is only for int8/int16 Winograd weights, "
-                         f"not {kind!r} (nvdla.md 5.1)")
+                         f"not {kind!r} (docs/nvdla.md §5.1)")
 
 
 def dc_layout(packed_shape, precision: str, config: Config = NV_FULL) -> BlockedLayout:
     """The engine descriptor of DC weights ``(K, C, R, S)`` (dense, i.e. after grouped
     densification): ragged K tiles of ``kpg`` and C tiles of ``cb``, nest ``K/kpg, C/cb, R, S,
-    kpg, cb`` (nvdla.md 6.1). Its ``nbytes`` is the meaningful byte count (no tail).
+    kpg, cb`` (docs/nvdla.md §6.1). Its ``nbytes`` is the meaningful byte count (no tail).
     Descriptors are immutable and cached: compilers call this per layer. Raises LayoutError for
     a shape that is not 4 dims >= 1, ValueError for an unknown precision, TypeError for a
     ``config`` that is not a Config."""
@@ -220,7 +220,7 @@ def write_surfaces(write: Callable[[np.ndarray], None], meaningful: int, *, prec
                    kernel_group_elements: int, compress, tail: int, out) -> dict:
     """Run ``write(buf)`` (which fills ``buf[:meaningful]`` with the mapped stream) and return the
     surface fields ``weight``, ``wmb``, ``wgs``, ``nonzero``: uncompressed with a zero tail up to
-    ``tail`` bytes (nvdla.md 5.3), or compressed (nvdla.md 11) when ``compress`` (already checked
+    ``tail`` bytes (docs/nvdla.md §5.3), or compressed (docs/nvdla.md §11) when ``compress`` (already checked
     by :func:`check_compress`) asks for it. ``out`` receives the weight / DATA surface."""
     from npupack.layout import check_out
     from npupack.nvdla.sparse import encode_stream

@@ -1,6 +1,5 @@
 """NVDLA weights: the common entry point ``pack_weights`` / ``unpack_weights`` for every kind, and
-direct-convolution (DC) weights including grouped convolution (spec nvdla.md sections 5, 6 and 7;
-seed "Weight Format", "Basic Weight for Direct Convolution"). The other kinds live in
+direct-convolution (DC) weights including grouped convolution (docs/nvdla.md §5, 6 and 7). The other kinds live in
 ``image_weights``, ``winograd`` and ``deconv``; compression in ``sparse``.
 
 DC order: kernel groups of ``kpg`` kernels (the last one short, not padded), inside each group
@@ -11,7 +10,7 @@ then the group's kernels, then the block's channels (fastest)::
 
 On the engine this is dims K (one ragged tile of kpg), C (one ragged tile of cb), R, S with the
 nest ``K/kpg, C/cb, R, S, kpg, cb``. The surface is then zero-padded to
-``config.weight_size_alignment`` bytes (spec 5.3).
+``config.weight_size_alignment`` bytes (docs/nvdla.md §5.3).
 """
 from __future__ import annotations
 
@@ -41,7 +40,7 @@ _KINDS = ("dc", "image", "winograd", "deconv")
 def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: int = 1, kind: str = "dc",
                    stride=(1, 1), pixel_format=None) -> int:
     """Size in bytes of the uncompressed weight surface ``pack_weights`` would produce, without
-    packing (nvdla.md 5.3, 5.4).
+    packing (docs/nvdla.md §5.3, 5.4).
 
     ``shape`` is the logical input shape of ``kind``: DC ``(K, C, R, S)`` (grouped:
     ``(K, C/groups, R, S)``), image ``(K, C, R, S)`` with ``pixel_format``, Winograd
@@ -55,7 +54,7 @@ def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: i
     """
     check_config(config)
     if kind not in _KINDS:
-        raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
+        raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (docs/nvdla.md §5.1)")
     config.require_precision(precision)
     k, c, r, s = kcrs(shape, "shape")
     es = element_size(precision)
@@ -69,18 +68,18 @@ def weights_nbytes(shape, *, precision: str, config: Config = NV_FULL, groups: i
         from npupack.nvdla.pixel import _format
 
         if pixel_format is None:
-            raise ValueError("pixel_format: image-input weights need the pixel format (nvdla.md 8.1)")
+            raise ValueError("pixel_format: image-input weights need the pixel format (docs/nvdla.md §8.1)")
         fmt = _format(pixel_format)
         check_single_group(groups, kind)
         check_stride(stride)
         if c > fmt.comps:
             raise LayoutError(f"shape: {c} input channels, but {fmt.name} gives the convolution only {fmt.comps} "
-                              "(nvdla.md 8.1)")
+                              "(docs/nvdla.md §8.1)")
         packed = (k, fmt.comps * s, r, 1)
     elif kind == "winograd":
         check_no_pixel_format(pixel_format)
         if not config.winograd:
-            raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (nvdla.md 9.1; NV_FULL has it)")
+            raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (docs/nvdla.md §9.1; NV_FULL has it)")
         check_single_group(groups, kind)
         packed = winograd_shape((k, c, r, s), stride, precision, config)
         tail = max(128, tail)
@@ -101,7 +100,7 @@ def _check_groups(groups, k: int) -> int:
     if groups < 1:
         raise LayoutError(f"groups: must be >= 1, got {groups}")
     if k % groups:
-        raise LayoutError(f"groups: K = {k} is not divisible by groups = {groups} (nvdla.md 7.1)")
+        raise LayoutError(f"groups: K = {k} is not divisible by groups = {groups} (docs/nvdla.md §7.1)")
     return int(groups)
 
 
@@ -109,7 +108,7 @@ def _pack_dc(layout, elems: np.ndarray, groups: int, kpg: int, config: Config, b
              zeroed: bool = False) -> None:
     """DC mapping of (grouped) weights into ``buf``: the engine for dense weights; grouped ones
     go straight into a zeroed surface (the whole ``buf``; ``zeroed``: it already is), never
-    densified (nvdla.md 7.1)."""
+    densified (docs/nvdla.md §7.1)."""
     if groups == 1:
         layout._pack_into(elems, buf)
     else:
@@ -122,9 +121,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
                  groups: int = 1, stride=(1, 1), pixel_format=None, post_extension="auto",
                  compress=False, rounding: str = "nearest_even", saturate: bool = True,
                  scale: float = 1.0, allow_nan: bool = False, out=None):
-    """Pack convolution weights into NVDLA weight surfaces (nvdla.md 5-11; seed "Weight Format",
-    "Basic Weight for Direct Convolution / image input / Winograd Convolution", "Sparse
-    Compression option").
+    """Pack convolution weights into NVDLA weight surfaces (docs/nvdla.md §5-11).
 
     Parameters
     ----------
@@ -135,7 +132,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         ``(C_in, K_out, R, S)``. Float weights for an int8/int16 target must be quantised first
         (:func:`quantize_weights`; deconvolution with ``kernel_axis=1``).
     kind : {"dc", "image", "winograd", "deconv"}
-        Direct convolution (nvdla.md 6, 7); image input, first layer (8: channels zero-padded to
+        Direct convolution (docs/nvdla.md §6, 7); image input, first layer (8: channels zero-padded to
         the pixel format's count, pre-extension ``c' = s*Cdata + c``, optional post-extension);
         Winograd (9: C padded to the atom, channel extension for strides > 1, ``G g Gᵀ`` in
         float64, 4x4x4 cubes); deconvolution (10: one surface per stride phase, kernel flipped).
@@ -146,7 +143,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         Hardware configuration: kernels per group, channels per block, atom, tail alignment,
         Winograd and compression availability.
     groups : int
-        Convolution groups (DC only); the weights are densified to ``(K, C, R, S)`` (nvdla.md 7.1).
+        Convolution groups (DC only); the weights are densified to ``(K, C, R, S)`` (docs/nvdla.md §7.1).
     stride : (stride_y, stride_x)
         Image: ``stride_x`` enters the automatic post-extension choice. Winograd: channel
         extension (``ceil(R/sy)`` and ``ceil(S/sx)`` must be 3). Deconvolution: the set split.
@@ -156,12 +153,12 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         Image weights: "auto" applies nvdla/sw's rule (:func:`post_extension_factor`); 2 and 4
         are validated. Other kinds: "auto" or 1.
     compress : False, True or "auto"
-        Sparse compression (nvdla.md 11): True gives DATA/WMB/WGS (UnsupportedError on a config
+        Sparse compression (docs/nvdla.md §11): True gives DATA/WMB/WGS (UnsupportedError on a config
         without compression); "auto" compresses only when the three surfaces together are
         strictly smaller than the uncompressed surface.
     rounding : str
         fp16 targets: "nearest_even" (default) or "nearest_away" (:func:`to_fp16`). Winograd
-        int8/int16: also "truncate" (nvdla/sw's cast; nvdla.md 2.4).
+        int8/int16: also "truncate" (nvdla/sw's cast; docs/nvdla.md §2.4).
     saturate : bool
         fp16 overflow gives +-65504 (True) or INF. Integer Winograd weights always saturate
         (``saturate=False`` is a ValueError there).
@@ -205,12 +202,12 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     if type(config) is not Config:
         check_config(config)
     if type(w) is np.ndarray:
-        w = little_endian(w)  # the same values; the NVDLA dtypes are little-endian (nvdla.md 2.1)
+        w = little_endian(w)  # the same values; the NVDLA dtypes are little-endian (docs/nvdla.md §2.1)
     if saturate is not True or allow_nan is not False:
         saturate, allow_nan = check_bool(saturate, "saturate"), check_bool(allow_nan, "allow_nan")
     if kind != "dc":
         if kind not in _KINDS:
-            raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (nvdla.md 5.1)")
+            raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (docs/nvdla.md §5.1)")
         pack = {"image": pack_image, "winograd": pack_winograd, "deconv": pack_deconv}[kind]
         kw = dict(precision=precision, config=config, groups=groups, stride=stride, post_extension=post_extension,
                   compress=compress, rounding=rounding, saturate=saturate, scale=scale, allow_nan=allow_nan,
@@ -298,7 +295,7 @@ def _dc_plan(arr: np.ndarray, precision, config: Config, groups) -> "_DcPlan":
 
 
 class _DcPlan:
-    """Everything about packing one validated DC layer shape except the values (nvdla.md 6, 7)."""
+    """Everything about packing one validated DC layer shape except the values (docs/nvdla.md §6, 7)."""
 
     __slots__ = ("layout", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields")
 
@@ -340,7 +337,7 @@ class _DcPlan:
 def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
                       groups=1, rounding: str = "nearest_even", saturate: bool = True, allow_nan: bool = False,
                       **options) -> list:
-    """Pack many layers in one call: the batch API for compilers (nvdla.md 5-7).
+    """Pack many layers in one call: the batch API for compilers (docs/nvdla.md §5-7).
 
     For DC weights all layers are validated and converted first, then the dense ones are packed
     by one C++ call that releases the GIL once (large batches are split across threads by
@@ -351,7 +348,7 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
     ----------
     weights : sequence of array_like
         One ``(K, C, R, S)`` array per layer (grouped: ``(K, C/groups, R, S)``), any accepted
-        dtype (nvdla.md 2.1). Not modified.
+        dtype (docs/nvdla.md §2.1). Not modified.
     kind, precision, config, rounding, saturate, allow_nan, **options
         As for :func:`pack_weights`, the same for every layer (``precision=None`` infers each
         layer's from its dtype).
@@ -390,8 +387,7 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
     if rounding != "nearest_even":
         _check_rounding(rounding)
     # Each layer's shape checks and layout come from the plans pack_weights caches (a model
-    # repeats a few shapes): 100 small int8 layers of 5 shapes in 3.0 instead of 5.9 us each,
-    # where a loop of pack_weights takes 4.3 (it was the batch API that was slower).
+    # repeats a few shapes), so a batch is never slower than a loop of pack_weights.
     plans = []
     for i, (w, g) in enumerate(zip(items, group_list)):
         try:
@@ -422,7 +418,7 @@ def _check_dc_options(stride, pixel_format, post_extension, compress, scale, con
     check_no_pixel_format(pixel_format)
     if post_extension not in ("auto", 1):
         raise UnsupportedError(f"post_extension: {post_extension!r} is only possible for image-input weights; "
-                               "DC weights take 'auto' or 1 (nvdla.md 5.1)")
+                               "DC weights take 'auto' or 1 (docs/nvdla.md §5.1)")
     return check_compress(compress, config)
 
 
@@ -440,7 +436,7 @@ def _stream(ws: WeightSurfaces) -> np.ndarray:
 # The fields of WeightSurfaces that describe the mapping. A WeightSurfaces built by hand (from a
 # manifest, say) with one of them wrong would unpack to wrong weights without a word, so
 # unpack_weights compares them with what pack_weights gives for the logical shape and options
-# the surface records (nvdla.md 5.4).
+# the surface records (docs/nvdla.md §5.4).
 _MAPPING_FIELDS = ("packed_shape", "kernel_groups", "bytes_per_kernel", "meaningful_bytes", "post_extension")
 
 
@@ -472,11 +468,11 @@ def _check_mapping(ws: WeightSurfaces) -> None:
     expected = sets.get(ws.phase)
     if expected is None:
         raise LayoutError(f"surfaces.phase: {ws.phase!r} is not a set of {ws.kind} weights with stride {ws.stride} "
-                          f"(sets: {list(sets)}; nvdla.md 10.1)")
+                          f"(sets: {list(sets)}; docs/nvdla.md §10.1)")
     for name, value in zip(_MAPPING_FIELDS, expected):
         if getattr(ws, name) != value:
             raise LayoutError(f"surfaces.{name}: {getattr(ws, name)!r}, but {ws.kind} {ws.precision} weights of "
-                              f"shape {ws.shape} on {ws.config.name} give {value!r} (nvdla.md 5.4)")
+                              f"shape {ws.shape} on {ws.config.name} give {value!r} (docs/nvdla.md §5.4)")
 
 
 @lru_cache(maxsize=1024)
@@ -492,7 +488,7 @@ def _mapping_of(key) -> dict:
 
 
 def unpack_weights(surfaces, *, logical: bool = True) -> np.ndarray:
-    """Invert :func:`pack_weights` for every kind, compressed or not (nvdla.md 5.5, 11.1).
+    """Invert :func:`pack_weights` for every kind, compressed or not (docs/nvdla.md §5.5, 11.1).
 
     Parameters
     ----------
@@ -546,7 +542,7 @@ def unpack_weights(surfaces, *, logical: bool = True) -> np.ndarray:
         return unpack_deconv(_stream, (surfaces,), logical)
     if kind == "winograd" and logical:
         raise ValueError("logical: Winograd weights have no logical inverse (rounded after the transform); "
-                         "pass logical=False for the (K, C_ext, 4, 4) transformed tensor (nvdla.md 5.5)")
+                         "pass logical=False for the (K, C_ext, 4, 4) transformed tensor (docs/nvdla.md §5.5)")
     data = _stream(surfaces)
     if kind == "image":
         return unpack_image(surfaces, data, logical)

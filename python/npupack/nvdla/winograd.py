@@ -1,4 +1,4 @@
-"""NVDLA Winograd weights (nvdla.md 9; seed "Basic Weight for Winograd Convolution").
+"""NVDLA Winograd weights (docs/nvdla.md §9).
 
 Steps, all in one C++ pass: pad C to the atom (``C_pad``); for strides > 1 extend channels by
 stride phase, ``c' = (py*sx + px)*C_pad + c`` with ``g[k][c'][r][s] = w[k][c][r*sy+py][s*sx+px]``
@@ -30,20 +30,20 @@ _TARGET_CODE = {"int8": 0, "int16": 1, "fp16": 2}
 
 def winograd_shape(shape, stride, precision: str, config: Config) -> tuple[int, int, int, int]:
     """``(K, C_ext, 4, 4)`` for logical weights ``(K, C, R, S)`` at ``stride = (sy, sx)``:
-    ``C_ext = roundup(C, atom_elements) * sy * sx`` (nvdla.md 9.2, 9.3). Raises
-    UnsupportedError when the kernel does not become 3x3 (nvdla.md 9.1)."""
+    ``C_ext = roundup(C, atom_elements) * sy * sx`` (docs/nvdla.md §9.2, 9.3). Raises
+    UnsupportedError when the kernel does not become 3x3 (docs/nvdla.md §9.1)."""
     k, c, r, s = kcrs(shape, "w")
     sy, sx = check_stride(stride)
     ry, rx = -(-r // sy), -(-s // sx)
     if ry != 3 or rx != 3:
         raise UnsupportedError(
             f"w: Winograd needs a kernel that becomes 3x3 after channel extension: ceil(R/sy) = ceil({r}/{sy}) = "
-            f"{ry}, ceil(S/sx) = ceil({s}/{sx}) = {rx} (nvdla.md 9.1)")
+            f"{ry}, ceil(S/sx) = ceil({s}/{sx}) = {rx} (docs/nvdla.md §9.1)")
     return k, roundup(c, config.atom_elements(precision)) * sy * sx, 4, 4
 
 
 def winograd_layout(packed_shape, precision: str, config: Config) -> BlockedLayout:
-    """Engine descriptor of the mapped Winograd tensor ``(K, C_ext, 4, 4)`` (nvdla.md 9.6):
+    """Engine descriptor of the mapped Winograd tensor ``(K, C_ext, 4, 4)`` (docs/nvdla.md §9.6):
     ragged kernel groups of ``kpg``, 4-channel blocks, nest ``K/kpg, C/4, kpg, R, S, 4``.
     ``nbytes`` = ``K * C_ext * 16 * es`` bytes. Used to unpack; packing runs fused in C++ (and
     the tests check the two agree). Raises LayoutError for a shape that is not
@@ -66,10 +66,10 @@ def _winograd_layout(shape, precision, config) -> BlockedLayout:
 
 def pack_winograd(w, *, precision, config, groups, stride, post_extension, compress, rounding, saturate, scale,
                   allow_nan, out) -> WeightSurfaces:
-    """kind="winograd" of :func:`npupack.nvdla.pack_weights` (nvdla.md 9)."""
+    """kind="winograd" of :func:`npupack.nvdla.pack_weights` (docs/nvdla.md §9)."""
     check_config(config)
     if not config.winograd:
-        raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (nvdla.md 9.1; NV_FULL has it)")
+        raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (docs/nvdla.md §9.1; NV_FULL has it)")
     check_single_group(groups, "winograd")
     if post_extension not in ("auto", 1):
         raise UnsupportedError(f"post_extension: {post_extension!r}; Winograd weights take 'auto' or 1")
@@ -82,32 +82,32 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
     if precision == "fp16":
         if rounding not in _ROUNDINGS:
             raise ValueError(f"rounding: {rounding!r} is not one of {_ROUNDINGS} for fp16 Winograd weights "
-                             "('truncate' is for int8/int16; nvdla.md 9.5)")
+                             "('truncate' is for int8/int16; docs/nvdla.md §9.5)")
         if scale != 1.0:
-            raise ValueError(f"scale: {scale!r}; fp16 Winograd weights need no scale (nvdla.md 9.5)")
+            raise ValueError(f"scale: {scale!r}; fp16 Winograd weights need no scale (docs/nvdla.md §9.5)")
         src = arr
         if arr.dtype.kind == "f" and not allow_nan and not _fp16_all_finite(arr):
             bad = _first_nan(arr)
             has_inf = _fp16_has_inf(arr) if arr.dtype == np.float16 else not np.isfinite(arr).all()
             if bad is None and has_inf:
                 raise ValueError("w: INF in Winograd weights (the transform of INF gives NaN); pass finite "
-                                 "weights or allow_nan=True (nvdla.md 9.5)")
+                                 "weights or allow_nan=True (docs/nvdla.md §9.5)")
             if bad is not None:
                 raise ValueError(f"w: NaN at index {bad}; NaN weights are rejected unless allow_nan=True "
-                                 "(nvdla.md 2.2.4)")
+                                 "(docs/nvdla.md §2.2.4)")
     else:
         if rounding not in INT_ROUNDINGS:
             raise ValueError(f"rounding: {rounding!r} is not one of {INT_ROUNDINGS} for {precision} Winograd "
-                             "weights (nvdla.md 2.4)")
+                             "weights (docs/nvdla.md §2.4)")
         if not saturate:
             raise ValueError("saturate: integer Winograd weights always saturate to the type's range "
-                             "(nvdla.md 9.5); saturate=False is only for fp16")
+                             "(docs/nvdla.md §9.5); saturate=False is only for fp16")
         try:
             scale = float(scale)
         except (TypeError, ValueError):
             raise TypeError(f"scale: expected a number, got {scale!r}") from None
         if not (np.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale: must be finite and > 0, got {scale} (nvdla.md 9.5)")
+            raise ValueError(f"scale: must be finite and > 0, got {scale} (docs/nvdla.md §9.5)")
         src = convert_elements(arr, precision, what="w")  # integers only; range-checked
     es = element_size(precision)
     meaningful = k * c_ext * 16 * es
