@@ -228,42 +228,35 @@ def pixels(fmt, comps):
     return make
 
 
-def openvino(name, dtype, kernel=None):
+def _blocked(nb, pack, dtype, kernel, batches):
+    """Activations (b, f, y, x) with b drawn from `batches` and y solved, or weights
+    (o, i, kernel, kernel) with i solved; `nb(shape)` sizes and `pack(x, out)` packs them."""
     es = np.dtype(dtype).itemsize
 
     def make(rng, target, pools, out):
-        nb = lambda s: ov.nbytes(name, s, dtype)  # noqa: E731
-        if kernel is None:  # activations (b, f, y, x): solve y
-            b = int(rng.choice([1, 1, 2, 4]))
+        if kernel is None:
+            b = int(rng.choice(batches)) if len(batches) > 1 else batches[0]  # same draws as a fixed b
             f, y, x = _split(rng, target / (es * b), 3)
             shape = _solve(nb, (b, f, y, x), 2, target)
-        else:  # weights (o, i, ky, kx): solve i
+        else:
             o, i = _split(rng, target / (es * kernel * kernel), 2)
             shape = _solve(nb, (o, i, kernel, kernel), 1, target)
         x = pools.get(dtype, shape)
         nbytes = nb(shape)
         buf = out[:nbytes]
-        return Point(shape, dtype, nbytes, lambda: ov.pack(x, name, out=buf), x.nbytes)
+        return Point(shape, dtype, nbytes, lambda: pack(x, buf), x.nbytes)
     return make
+
+
+def openvino(name, dtype, kernel=None):
+    return _blocked(lambda s: ov.nbytes(name, s, dtype), lambda x, buf: ov.pack(x, name, out=buf), dtype, kernel,
+                    [1, 1, 2, 4])
 
 
 def onednn(tag, dtype, kernel=None):
-    es = np.dtype(dtype).itemsize
     layout = npupack.Layout.parse(tag)
-
-    def make(rng, target, pools, out):
-        nb = lambda s: layout.nbytes(s, dtype)  # noqa: E731
-        if kernel is None:  # (n, c, h, w): solve h
-            c, h, w = _split(rng, target / es, 3)
-            shape = _solve(nb, (1, c, h, w), 2, target)
-        else:  # (o, i, kh, kw): solve i
-            o, i = _split(rng, target / (es * kernel * kernel), 2)
-            shape = _solve(nb, (o, i, kernel, kernel), 1, target)
-        x = pools.get(dtype, shape)
-        nbytes = nb(shape)
-        buf = out[:nbytes]
-        return Point(shape, dtype, nbytes, lambda: npupack.pack(x, tag, out=buf), x.nbytes)
-    return make
+    return _blocked(lambda s: layout.nbytes(s, dtype), lambda x, buf: npupack.pack(x, tag, out=buf), dtype, kernel,
+                    [1])
 
 
 def kneron(chip):
