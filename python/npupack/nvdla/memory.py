@@ -1,5 +1,5 @@
 """One compiler-ready memory image: named surfaces placed with their start and size alignment
-(docs/nvdla.md §15).
+(docs/nvdla.md §17, §15).
 
 ``MemoryPlan`` only computes offsets while surfaces are added; ``image()`` then allocates the
 image once and copies every surface into its slot (gaps and padding zero), so building the image
@@ -59,7 +59,7 @@ def _check_name(name) -> None:
 
 
 class MemoryPlan:
-    """Places named surfaces in one memory image (docs/nvdla.md §15.2).
+    """Places named surfaces in one memory image (docs/nvdla.md §17, alignment §15.2).
 
     Surfaces are placed in the order they are added, each at the next offset that is a multiple
     of its start alignment; each reserves its size rounded up to its size alignment. Surfaces
