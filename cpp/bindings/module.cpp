@@ -19,6 +19,7 @@
 #include "npupack/pack.hpp"
 #include "npupack/parallel.hpp"
 #include "npupack/transpose.hpp"
+#include "numeric.hpp"
 
 namespace py = pybind11;
 using npupack::BlockedLayout;
@@ -48,6 +49,7 @@ bool host_little_endian() {
 
 // The logical tensor must match the layout's dims exactly; returns its byte strides.
 std::vector<int64_t> logical_strides(const BlockedLayout& L, const py::array& a, const char* name) {
+  npupack_bindings::require_numeric(a, name);
   const auto& dims = L.dims();
   if (static_cast<size_t>(a.ndim()) != dims.size()) {
     throw LayoutError(std::string(name) + " has " + std::to_string(a.ndim()) + " dimensions, the layout has " +
@@ -82,6 +84,7 @@ char* writable_bytes(py::array& a, const char* name) {
 }
 
 void check_buffer(const py::array& buf, const char* name) {
+  npupack_bindings::require_numeric(buf, name);
   if (!(buf.flags() & py::array::c_style)) throw LayoutError(std::string(name) + " must be C-contiguous");
 }
 
@@ -135,6 +138,8 @@ struct PixelLines {
 PixelLines pixel_lines(const py::array& img, const std::vector<int>& order, const py::array& plane,
                        int64_t line_stride, int64_t pre, const char* fn) {
   const std::string name(fn);
+  npupack_bindings::require_numeric(img, "img");
+  npupack_bindings::require_numeric(plane, "plane");
   if (img.ndim() != 3 || !(img.flags() & py::array::c_style) || !(plane.flags() & py::array::c_style)) {
     throw LayoutError(name + ": need a C-contiguous (H, W, M) image and a C-contiguous plane");
   }
@@ -437,14 +442,19 @@ PYBIND11_MODULE(_core, m) {
       [](const py::array& yuv, py::array y, int64_t y_stride, int64_t y_pre, py::array uv, int64_t uv_stride,
          int64_t uv_pre, bool v_first) {
         // Sizes checked here, before anything is written.
+        npupack_bindings::require_numeric(yuv, "yuv");
+        npupack_bindings::require_numeric(y, "y");
+        npupack_bindings::require_numeric(uv, "uv");
         if (yuv.ndim() != 3 || yuv.shape(2) != 3 || !(yuv.flags() & py::array::c_style) ||
             (yuv.itemsize() != 1 && yuv.itemsize() != 2) || !(y.flags() & py::array::c_style) ||
             !(uv.flags() & py::array::c_style)) {
           throw LayoutError("split_yuv444: need a C-contiguous (H, W, 3) image of 1- or 2-byte components");
         }
         const int64_t h = yuv.shape(0), w = yuv.shape(1), eb = yuv.itemsize();
-        if (y_pre + w * eb > y_stride || uv_pre + 2 * w * eb > uv_stride || y.nbytes() < h * y_stride ||
-            uv.nbytes() < h * uv_stride) {
+        const char* fn = "split_yuv444";
+        if (y_pre < 0 || uv_pre < 0 || y_pre + w * eb > y_stride || uv_pre + 2 * w * eb > uv_stride ||
+            y.nbytes() < npupack::checked_mul(h, y_stride, fn) ||
+            uv.nbytes() < npupack::checked_mul(h, uv_stride, fn)) {
           throw LayoutError("split_yuv444: plane buffers or line strides too small for the image");
         }
         const char* src = static_cast<const char*>(yuv.data());

@@ -11,6 +11,7 @@
 #include "npupack/grouped.hpp"
 #include "npupack/sparse.hpp"
 #include "npupack/winograd.hpp"
+#include "numeric.hpp"
 
 namespace py = pybind11;
 using npupack::LayoutError;
@@ -32,23 +33,36 @@ npupack::WgSource source_type(const py::array& w) {
 }
 
 uint8_t* writable(py::array& a, const char* name) {
+  npupack_bindings::require_numeric(a, name);
   if (!a.writeable()) throw LayoutError(std::string(name) + " is read-only");
   if (!(a.flags() & py::array::c_style)) throw LayoutError(std::string(name) + " must be C-contiguous");
   return static_cast<uint8_t*>(a.mutable_data());
 }
 
 const uint8_t* contiguous(const py::array& a, const char* name) {
+  npupack_bindings::require_numeric(a, name);
   if (!(a.flags() & py::array::c_style)) throw LayoutError(std::string(name) + " must be C-contiguous");
   return static_cast<const uint8_t*>(a.data());
 }
+
+// Groups of group_elems >= 1 covering n elements, without the n + group_elems - 1 that
+// overflows for a group_elems near 2^63.
+int64_t group_count(int64_t n, int64_t group_elems) { return n == 0 ? 0 : (n - 1) / group_elems + 1; }
+
+// WMB bytes of n mask bits, without the n + 7 that overflows for an n near 2^63.
+int64_t mask_bytes(int64_t n) { return n / 8 + (n % 8 != 0); }
 
 int element_bytes(int es) {
   if (es != 1 && es != 2) throw LayoutError("sparse: element size must be 1 or 2 bytes");
   return es;
 }
 
+// n is compared with the stream's elements (a division), never multiplied: n * es overflows for
+// an n near 2^63.
 void check_stream(const py::array& stream, int64_t n, int es) {
-  if (n < 0 || stream.nbytes() < n * es) throw LayoutError("sparse: the stream is shorter than n elements");
+  if (n < 0 || n > static_cast<int64_t>(stream.nbytes()) / es) {
+    throw LayoutError("sparse: the stream is shorter than n elements");
+  }
 }
 
 // The checked arguments of the compaction bindings (sparse_compress, sparse_compress_groups,
@@ -78,6 +92,7 @@ void bind_weights(py::module_& m) {
   m.def(
       "grouped_pack",
       [](const py::array& w, py::array out, int64_t groups, int64_t kpg, int64_t cb, bool zeroed) {
+        npupack_bindings::require_numeric(w, "w");
         if (w.ndim() != 4) throw LayoutError("grouped: w must be (K, C/G, R, S)");
         npupack::GroupedSpec sp{};
         sp.k = w.shape(0), sp.cg = w.shape(1), sp.r = w.shape(2), sp.s = w.shape(3);
@@ -131,7 +146,7 @@ void bind_weights(py::module_& m) {
         check_stream(stream, n, es);
         if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
         const uint8_t* s = contiguous(stream, "stream");
-        py::array_t<int64_t> counts(n == 0 ? 0 : (n + group_elems - 1) / group_elems);
+        py::array_t<int64_t> counts(group_count(n, group_elems));
         int64_t* c = counts.mutable_data();
         py::gil_scoped_release release;
         npupack::sparse_count(s, n, es, group_elems, c);
@@ -155,7 +170,7 @@ void bind_weights(py::module_& m) {
          const std::string& path) {
         if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
         const CompressArgs a(stream, n, es, wmb, data, path, "sparse_compress_groups");
-        py::array_t<int64_t> counts(n == 0 ? 0 : (n + group_elems - 1) / group_elems);
+        py::array_t<int64_t> counts(group_count(n, group_elems));
         int64_t* c = counts.mutable_data();
         int64_t written;
         {
@@ -186,10 +201,12 @@ void bind_weights(py::module_& m) {
   m.def(
       "sparse_group_popcount",
       [](const py::array& wmb, int64_t n, int64_t group_elems) {
-        if (n < 0 || wmb.nbytes() * 8 < n) throw LayoutError("sparse: the WMB holds fewer than n bits");
+        if (n < 0 || mask_bytes(n) > static_cast<int64_t>(wmb.nbytes())) {
+          throw LayoutError("sparse: the WMB holds fewer than n bits");
+        }
         if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
         const uint8_t* w = contiguous(wmb, "wmb");
-        py::array_t<int64_t> counts(n == 0 ? 0 : (n + group_elems - 1) / group_elems);
+        py::array_t<int64_t> counts(group_count(n, group_elems));
         int64_t* c = counts.mutable_data();
         py::gil_scoped_release release;
         npupack::sparse_group_popcount(w, n, group_elems, c);
@@ -202,8 +219,10 @@ void bind_weights(py::module_& m) {
       [](const py::array& data, const py::array& wmb, int64_t n, int es, py::array out, const std::string& path) {
         const auto kernel = npupack::kernel_path(path, "sparse_decompress");
         es = element_bytes(es);
-        if (n < 0 || wmb.nbytes() * 8 < n) throw LayoutError("decompress: the WMB holds fewer than n bits");
-        if (out.nbytes() < n * es) throw LayoutError("decompress: out too small");
+        if (n < 0 || mask_bytes(n) > static_cast<int64_t>(wmb.nbytes())) {
+          throw LayoutError("decompress: the WMB holds fewer than n bits");
+        }
+        if (n > static_cast<int64_t>(out.nbytes()) / es) throw LayoutError("decompress: out too small");
         const uint8_t* d = contiguous(data, "data");
         const uint8_t* w = contiguous(wmb, "wmb");
         uint8_t* o = writable(out, "out");

@@ -556,9 +556,11 @@ void sparse_decompress(const uint8_t* data, int64_t data_size, const uint8_t* wm
 #else
   (void)path;
 #endif
+  // The count above was taken once; a caller's thread may set mask bits since (a racing writer
+  // gets undefined values, never a read past DATA), so each read is bounded by DATA's size.
   for (; i < n; ++i) {
     uint8_t* o = out + i * es;
-    if ((wmb[i >> 3] >> (i & 7)) & 1) {
+    if (((wmb[i >> 3] >> (i & 7)) & 1) && pos + es <= data_size) {
       std::memcpy(o, data + pos, static_cast<size_t>(es));
       pos += es;
     } else {

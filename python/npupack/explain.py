@@ -8,6 +8,7 @@ import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout
+from npupack.layout import BlockedLayout
 
 __all__ = ["resolve_layout", "explain_lines", "explain_strided_lines", "vendor_explain_lines"]
 
@@ -46,48 +47,93 @@ def explain_lines(lay: Layout, shape, *, pad_lo=None, pad_hi=None, limit=None) -
     memory order): the logical index stored there (or ``padding``) and the physical digits."""
     shape = tuple(int(v) for v in shape)
     bound = lay.bind(shape, np.int64, pad_lo=pad_lo, pad_hi=pad_hi)
-    coded = np.arange(1, int(np.prod(shape)) + 1, dtype=np.int64).reshape(shape)
-    where = bound.pack(coded).view(np.int64)  # position -> logical flat index + 1, 0 for padding
+    total = bound.nbytes // 8
     extents = lay.packed_shape(shape, pad_lo=pad_lo, pad_hi=pad_hi)
     phys = _physical_names(lay)
     dims = "; ".join(f"{d}:{n}" for d, n in zip(lay.logical, shape))
     buf = "; ".join(f"{d}:{n}" for d, n in zip(phys, extents))
-    yield f"{lay} {lay.describe()}: tensor [{dims}] -> buffer [{buf}] = {where.size} elements"
-    for i, code in enumerate(where):
+    yield f"{lay} {lay.describe()}: tensor [{dims}] -> buffer [{buf}] = {total} elements"
+    for i, idx in enumerate(_slots(bound, shape, limit)):
         if limit is not None and i >= limit:
-            yield f"... ({where.size - limit} more)"
+            yield f"... ({total - limit} more)"
             return
         digits = np.unravel_index(i, extents)
         right = "; ".join(f"{n}={int(v)}" for n, v in zip(phys, digits))
-        if code:
-            idx = np.unravel_index(int(code) - 1, shape)
-            left = "[" + "; ".join(f"{d}={int(v)}" for d, v in zip(lay.logical, idx)) + "]"
-        else:
-            left = "padding"
+        left = "padding" if idx is None else "[" + "; ".join(f"{d}={int(v)}" for d, v in zip(lay.logical, idx)) + "]"
         yield f"i = {i} => {left} == [{right}];"
+
+
+def _slots(desc, shape, limit) -> Iterator:
+    """The logical index held by each element slot of ``desc``'s buffer (None: padding), in
+    memory order. With a ``limit``, only the first ``limit`` slots (and one more, so the caller
+    sees there are more) are computed, from their byte offsets, in time and memory that do not
+    grow with the tensor; each is checked against ``offset_of`` (docs/design.md §2.2). Without
+    one, or for ragged and swizzled descriptors whose digits are not a plain mixed radix, every
+    slot comes from packing the tensor's flat indices."""
+    if limit is not None and not desc._core.ragged and _mixed_radix(desc._core.axes):
+        yield from _first_slots(desc, limit + 1)
+        return
+    coded = np.arange(1, int(np.prod(shape)) + 1, dtype=np.int64).reshape(shape)
+    # Pack the codes into 8-byte slots at the same positions: slot i of the real buffer is slot i here.
+    scale = 8 // desc.dtype.itemsize
+    wide = BlockedLayout(desc.dims, desc.order, np.int64, {k: v * scale for k, v in desc.byte_strides.items()})
+    for code in wide.pack(coded).view(np.int64):  # position -> logical flat index + 1, 0 for padding
+        yield np.unravel_index(int(code) - 1, shape) if code else None
+
+
+def _mixed_radix(axes) -> bool:
+    """True when each dim's digit weights (divisors), smallest first, are 1 and then each the
+    product of the ones before times their extents: then the padded coordinate is the sum of
+    digit * weight, and a slot's digits give back the one coordinate stored there."""
+    by_dim: dict = {}
+    for dim, _, extent, weight, _ in axes:
+        by_dim.setdefault(dim, []).append((weight, extent))
+    for parts in by_dim.values():
+        parts.sort()
+        expect = 1
+        for weight, extent in parts:
+            if weight != expect:
+                return False
+            expect = weight * extent
+    return True
+
+
+def _first_slots(desc, count: int) -> Iterator:
+    """The first ``count`` slots of :func:`_slots` from their byte offsets: the digit of each
+    loop, outer to inner, is what its stride takes of the offset; an offset that no digits
+    reach exactly (a stride gap) or a coordinate outside the tensor (padding) holds no element."""
+    eb = desc.dtype.itemsize
+    axes = [a for a in desc._core.axes if a[2] > 1]  # (dim, level, extent, digit weight, byte stride), outer first
+    for i in range(min(count, desc.nbytes // eb)):
+        rest, coord, inside = i * eb, [0] * len(desc.dims), True
+        for dim, _, extent, weight, stride in axes:
+            digit = rest // stride if stride else 0
+            if digit >= extent:
+                inside = False
+                break
+            rest -= digit * stride
+            coord[dim] += digit * weight
+        idx = tuple(c - d.pad_lo for c, d in zip(coord, desc.dims))
+        if not (inside and rest == 0 and all(0 <= v < d.extent for v, d in zip(idx, desc.dims))):
+            yield None
+            continue
+        if desc.offset_of(idx) != i * eb:
+            raise AssertionError(f"explain: slot {i} inverts to {idx}, which offset_of places elsewhere")
+        yield idx
 
 
 def explain_strided_lines(desc, names, shape, limit=None) -> Iterator[str]:
     """For descriptors given by strides (Kneron KL730 ``stride_npu``, Horizon ``stride``): one line
     per element-sized slot of the buffer, the logical index stored there or ``padding``."""
     shape = tuple(int(v) for v in shape)
-    coded = np.arange(1, int(np.prod(shape)) + 1, dtype=np.int64).reshape(shape)
-    # Pack the codes with the same strides scaled to 8-byte slots: slot i of the real buffer is
-    # slot i here.
-    from npupack.layout import BlockedLayout
-
-    scale = 8 // desc.dtype.itemsize
-    wide = BlockedLayout(desc.dims, desc.order, np.int64,
-                         {k: v * scale for k, v in getattr(desc, "byte_strides", {}).items()})
-    where = wide.pack(coded).view(np.int64)
-    yield f"{desc.nbytes // desc.dtype.itemsize} slots of {desc.dtype.itemsize} byte(s), tensor " + \
+    total = desc.nbytes // desc.dtype.itemsize
+    yield f"{total} slots of {desc.dtype.itemsize} byte(s), tensor " + \
         "[" + "; ".join(f"{n}:{v}" for n, v in zip(names, shape)) + "]"
-    for i, code in enumerate(where):
+    for i, idx in enumerate(_slots(desc, shape, limit)):
         if limit is not None and i >= limit:
-            yield f"... ({where.size - limit} more)"
+            yield f"... ({total - limit} more)"
             return
-        if code:
-            idx = np.unravel_index(int(code) - 1, shape)
+        if idx is not None:
             yield f"i = {i} => [" + "; ".join(f"{n}={int(v)}" for n, v in zip(names, idx)) + "];"
         else:
             yield f"i = {i} => padding;"

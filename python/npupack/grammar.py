@@ -16,7 +16,6 @@ Offsets follow docs/openvino.md §3.2 (padding before blocking, mixed-radix digi
 """
 from __future__ import annotations
 
-import math
 import operator
 import re
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack.errors import LayoutError
 from npupack.layout import BlockedLayout, Dim, cache_safe, check_dims, check_dtype, check_out
 
@@ -241,15 +241,19 @@ class Layout:
 
     def _divisors(self) -> list:
         """The digit divisor of each tile (explicit, or the product of the later same-dim tiles)."""
-        out = []
-        for j, t in enumerate(self.tiles):
+        # One pass from the innermost tile with a running product per dim (a product per tile
+        # is quadratic in the tile count); it is capped at 2^62, past which it is refused anyway.
+        out = [0] * len(self.tiles)
+        later = {d: 1 for d in self.logical}
+        for j in range(len(self.tiles) - 1, -1, -1):
+            t = self.tiles[j]
             if t.divisor is not None:
-                out.append(t.divisor)
+                out[j] = t.divisor
             else:
-                div = math.prod(u.size for u in self.tiles[j + 1:] if u.dim == t.dim)
-                if div >= 2**62:
+                if later[t.dim] >= 2**62:
                     raise LayoutError(f"layout {self}: the tiles of {t.dim} multiply to more than 2^62")
-                out.append(div)
+                out[j] = later[t.dim]
+            later[t.dim] = min(later[t.dim] * t.size, 2**62)
         return out
 
     def _padding(self, shape, pad_lo, pad_hi):
@@ -270,7 +274,8 @@ class Layout:
         ``dtype``, with optional lower/upper padding per dim (elements, applied before blocking).
         Raises LayoutError for a rank mismatch, dims < 1, negative padding or overflow;
         TypeError for a shape or padding that is not a sequence of integers (a generator is
-        refused: it can be read only once) and for an unknown ``dtype``.
+        refused: it can be read only once) and for an unknown ``dtype`` or one that is not a
+        number (object, string, structured, datetime: the engine moves raw bytes).
         Descriptors are cached per (layout, shape, dtype, padding): packing the same shape again
         costs a dictionary lookup."""
         shape = cache_safe(shape, "shape")
@@ -410,8 +415,11 @@ def _check_dtype(dtype, what: str) -> np.dtype:
     return dtype
 
 
+@gate("x")
 def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.ndarray:
     """Pack ``x`` into a blocked layout (generic engine; docs/openvino.md §3.2 and 4).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -455,12 +463,15 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
     bound = lay.bind(arr.shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi)
     if out is not None:
         check_out(out, bound.nbytes)
-    return bound.pack(arr, out=out, pad_value=pad_value)
+    return bound._pack(arr, out, pad_value)
 
 
+@gate("buf")
 def unpack(buf, layout, shape, dtype, *, pad_lo=None, pad_hi=None) -> np.ndarray:
     """Read the logical tensor back from a buffer packed in a blocked layout: the inverse of
     :func:`pack` (generic engine; docs/openvino.md §3.2 and 4).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------

@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import (Dim, check_bool, check_dims, check_int, check_no_nan, check_out, check_whole,
                             little_endian, strided_layout)
@@ -292,9 +293,12 @@ def _descriptor(valid, st, dtype):
                           {(n, 0): s for n, s in zip(names, st)}, dtype)
 
 
+@gate("x")
 def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None) -> np.ndarray:
     """Write ``x`` (validShape, any numeric dtype) into the padded BPU buffer (docs/horizon.md §6):
     element ``idx`` at ``sum(idx * stride)`` bytes, zeros everywhere else (the BPU requires 0).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     ``stride`` (bytes, the model's) wins over ``aligned_shape``; one is required. Returns 1-D uint8
     of :func:`nbytes` bytes (or fills the first that many bytes of ``out``). Raises LayoutError for
@@ -309,13 +313,16 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
     total = _buffer_bytes(valid, st, es, aligned_byte_size)
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
     desc = _descriptor(valid, st, arr.dtype)
-    desc.pack(arr, out=buf)
+    desc._pack(arr, buf, 0)
     buf[desc.nbytes:] = 0
     return buf
 
 
+@gate("buf")
 def strip(buf, valid_shape, dtype, *, stride=None, aligned_shape=None) -> np.ndarray:
     """Read the valid tensor out of an aligned BPU buffer: the inverse of :func:`pad` (docs/horizon.md §3, 6).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -369,13 +376,17 @@ def _row_stride(w: int, w_align, rule) -> int:
     return -(-w // a) * a
 
 
+@gate("y", "uv")
 def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
     """NV12 planes (docs/horizon.md §5): ``y`` (H, W) and ``uv`` (H/2, W/2, 2) uint8 -> one buffer of
     ``H*Ws*3/2`` bytes (Y rows of ``Ws`` bytes, then interleaved UV rows), or ``(y_buf, uv_buf)``
     with ``separate=True``. ``Ws = align(W, w_align or rule.image_w_align)`` (16 on X3/X5, pass
     32 for J6/S100); row tails are 0. Raises LayoutError for odd H/W or mismatched planes,
     TypeError for planes that are not uint8, a ``separate`` that is not a bool or a ``w_align``
-    that is not an integer, ValueError for a ``w_align`` < 1."""
+    that is not an integer, ValueError for a ``w_align`` < 1.
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
+    """
     separate = check_bool(separate, "separate")
     y, uv = np.asarray(y), np.asarray(uv)
     if y.dtype != np.uint8 or uv.dtype != np.uint8:
@@ -395,11 +406,15 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
     return np.concatenate([ybuf, uvbuf])
 
 
+@gate("buf", "uv_buf")
 def unpack_nv12(buf, height: int, width: int, *, w_align=None, rule="x3", uv_buf=None):
     """Inverse of :func:`pack_nv12`: returns ``(y, uv)``, uint8 ``(H, W)`` and ``(H/2, W/2, 2)``
     (docs/horizon.md §5). Give the UV plane as ``uv_buf`` for NV12_SEPARATE buffers. Raises LayoutError
     for odd sizes, sizes < 2 or buffers shorter than their planes, TypeError for a height, width
-    or ``w_align`` that is not an integer, ValueError for a ``w_align`` < 1."""
+    or ``w_align`` that is not an integer, ValueError for a ``w_align`` < 1.
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
+    """
     height, width = check_int(height, "height"), check_int(width, "width")
     if height < 2 or width < 2:
         raise LayoutError(f"height/width: an NV12 image is at least 2x2, got {height}x{width}")
@@ -471,6 +486,7 @@ def _scale_zero_point(scale, zp, ndim, axis):
     return sc, z
 
 
+@gate("q")
 def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None, properties=None):
     """int -> float32 (docs/horizon.md §7): SHIFT ``q / 2**shift[k]``, SCALE ``(q - zp[k]) * scale[k]``
     (subtraction in integers), NONE: float32(q). ``k`` runs along ``axis`` when the parameters
@@ -479,7 +495,10 @@ def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, 
     parameter, per-axis parameters without a valid axis, a shift that is not a whole number in
     0..255, a scale that is zero or not finite, a zero point that is not a whole int32; TypeError
     for a ``q`` that is not numbers, an ``axis`` that is not an integer or a ``quanti_type``
-    that is not a name (None means NONE)."""
+    that is not a name (None means NONE).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
+    """
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     arr = np.asarray(q)
     if arr.dtype.kind not in "fiu":
@@ -495,6 +514,7 @@ def dequantize(q, *, quanti_type=None, shift=None, scale=None, zero_point=None, 
         np.float32)
 
 
+@gate("x")
 def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_point=None, axis=None,
              rounding="nearest_even", properties=None):
     """float -> int of ``dtype`` (docs/horizon.md §7): SHIFT ``sat(round(x * 2**shift[k]))``, SCALE
@@ -504,7 +524,10 @@ def quantize(x, *, dtype=None, quanti_type=None, shift=None, scale=None, zero_po
     quanti_type, a shift that is not a whole number in 0..255, a scale that is zero or not finite,
     a zero point that is not a whole int32, and a NaN in ``x`` (it has no integer; casting would
     give an arbitrary one); TypeError for a non-integer dtype or ``axis`` and a ``quanti_type``
-    that is not a name (None means NONE)."""
+    that is not a name (None means NONE).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
+    """
     qt, shift, scale, zp, axis = _params(properties, quanti_type, shift, scale, zero_point, axis)
     if dtype is None and properties is not None:
         dtype = properties.tensor_type

@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile
@@ -278,8 +279,11 @@ def _input_array(x, lay: DataLayout, dtype: np.dtype) -> np.ndarray:
     return arr.view(dtype) if arr.dtype != dtype else arr
 
 
+@gate("x")
 def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=None, out=None) -> np.ndarray:
     """Lay a tensor out for the Kneron NPU (docs/kneron.md §6, 7).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -326,19 +330,22 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
     if lay in _HIGHLOW:
         scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars
-        desc.pack(vals, out=scalars.view(np.uint8))
+        desc._pack(vals, scalars.view(np.uint8), 0)
         _core.highlow_split(scalars, buf)
         return buf
-    desc.pack(vals, out=buf)
+    desc._pack(vals, buf, 0)
     buf[desc.nbytes:] = 0
     return buf
 
 
+@gate("buf")
 def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=None,
            allow_input_only=False) -> np.ndarray:
     """Read a tensor of ``shape`` (logical NCHW / ONNX order) back from an NPU buffer; width
     padding, channel tails and native order are removed. Returns int8, int16 or float32 (the
     layout's scalar type).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Input-only layouts (4W4C8B, the HW* formats) cannot be NPU outputs: decoding one raises
     UnsupportedError unless ``allow_input_only=True`` (round trips, simulators). Layouts as
@@ -409,8 +416,11 @@ def _radix_scale(radix, scale, arr: np.ndarray, axis) -> tuple:
     return r, s, factor
 
 
+@gate("x")
 def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="nearest_even", dtype=None):
     """Host-side input quantisation (docs/kneron.md §5): ``clip(round(x * scale * 2**radix))``.
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     ``radix`` (int) and ``scale`` (float) are scalars or 1-D arrays along ``axis``. The result is
     int8 or int16 (bits from ``layout``, else ``bits``, else 8) of ``x``'s shape;
@@ -450,13 +460,17 @@ def quantize(x, radix, scale, *, axis=None, layout=None, bits=None, rounding="ne
     return np.clip(v, lo, hi).astype(np.int8 if bits == 8 else np.int16)
 
 
+@gate("q")
 def dequantize(q, radix, scale, *, axis=None) -> np.ndarray:
     """Output dequantisation (docs/kneron.md §5): ``float32(q) / (float32(scale) * float32(2**radix))``,
     bit for bit as the vendor decoder; per tensor or per index of ``axis``. Returns float32 of
     ``q``'s shape. Raises TypeError for non-numeric ``q`` or a non-integer ``axis``, ValueError
     for per-axis parameters without ``axis`` or of the wrong length, a radix that is not a whole
     int32, a scale that is not finite and > 0, a factor ``scale * 2**radix`` that is 0 or
-    infinite in float32 (the division would give inf, NaN or 0 everywhere)."""
+    infinite in float32 (the division would give inf, NaN or 0 everywhere).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
+    """
     arr = np.asarray(q)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"q: expected numbers, got {arr.dtype}")

@@ -15,6 +15,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from npupack._gate import gate, numeric_dtype
 from npupack import _core
 from npupack._core import LayoutError
 
@@ -71,6 +72,9 @@ class BlockedLayout:
 
     Raises
     ------
+    TypeError
+        A ``dtype`` that is not a plain number (object, string, bytes, void / structured,
+        datetime / timedelta): the engine moves raw bytes, and object elements are pointers.
     LayoutError
         Extents or tiles < 1, a part missing or out of order, a stride that is not a multiple of
         the element size or smaller than the bytes of the loops inside it, or size arithmetic
@@ -80,7 +84,9 @@ class BlockedLayout:
     def __init__(self, dims: Sequence[Dim], order: Sequence[tuple[str, int]], dtype,
                  byte_strides: Mapping[tuple[str, int], int] | None = None):
         self.dims = tuple(dims)
-        self.dtype = np.dtype(dtype).newbyteorder("<")
+        # The engine moves bytes: object pointers, strings, records and datetimes are refused here,
+        # where every packer's descriptor is made (npupack._gate).
+        self.dtype = numeric_dtype(check_dtype(dtype, "dtype"), "dtype").newbyteorder("<")
         names = [d.name for d in self.dims]
         if len(set(names)) != len(names):
             raise LayoutError(f"dims: names must be unique, got {names}")
@@ -127,6 +133,7 @@ class BlockedLayout:
         an entry that is not an integer (1.5 is not truncated)."""
         return self._core.offset_of([check_int(i, "index") for i in index])
 
+    @gate("x")
     def pack(self, x: np.ndarray, *, out: np.ndarray | None = None, pad_value=0,
              reference: bool = False) -> np.ndarray:
         """Pack logical ``x`` (shape ``self.shape``, itemsize of ``self.dtype``; any strides)
@@ -135,7 +142,15 @@ class BlockedLayout:
         path. Raises LayoutError for a shape/itemsize mismatch or an ``out`` too small,
         read-only or sharing memory with ``x``; TypeError for an ``out`` that is not uint8;
         TypeError / ValueError for a ``pad_value`` that ``self.dtype`` cannot hold as given
-        (see :func:`pad_bytes`); TypeError for a ``reference`` that is not a bool."""
+        (see :func:`pad_bytes`); TypeError for a ``reference`` that is not a bool.
+
+        An input changed by another thread during the call gives undefined values in the result, never a crash.
+        """
+        return self._pack(x, out, pad_value, reference)
+
+    def _pack(self, x, out, pad_value, reference=False) -> np.ndarray:
+        """:meth:`pack` behind the argument gate: for the vendor packers, which pass the caller's
+        arrays through it first."""
         if reference is not False:
             reference = check_bool(reference, "reference")
         buf = _out_buffer(out, self.nbytes)
@@ -158,14 +173,20 @@ class BlockedLayout:
         separate pass over memory."""
         return self._core.pack_finite_fp16(bits, buf)
 
+    @gate("buf")
     def unpack(self, buf: np.ndarray, *, out: np.ndarray | None = None, reference: bool = False) -> np.ndarray:
         """Read the logical tensor (shape ``self.shape``, dtype ``self.dtype``) back from the
         packed ``buf`` (uint8, at least ``nbytes`` bytes). Bytes holding no element are ignored.
         Raises TypeError for a non-uint8 ``buf`` or a ``reference`` that is not a bool,
-        LayoutError for a short ``buf`` or an ``out`` of the wrong shape/itemsize."""
+        LayoutError for a short ``buf`` or an ``out`` of the wrong shape/itemsize.
+
+        An input changed by another thread during the call gives undefined values in the result, never a crash.
+        """
         if reference is not False:
             reference = check_bool(reference, "reference")
         buf = as_byte_buffer(buf, "buf")
+        if buf.size < self.nbytes:  # before the result is allocated: a short buffer is no MemoryError
+            raise LayoutError(f"buf: holds {buf.size} bytes, the layout needs {self.nbytes}")
         if out is None:
             out = np.empty(self.shape, dtype=self.dtype)
         self._core.unpack(buf, out, reference)

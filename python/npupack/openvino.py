@@ -19,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout, Tile, _check_dtype
 from npupack.layout import check_bool, check_dims, check_int
@@ -251,8 +252,11 @@ def offset_of(name: str, shape, index, *, pad_lo=None, pad_hi=None, padding=None
     return lay.offset_of(eshape, index, pad_lo=lo, pad_hi=hi)
 
 
+@gate("x")
 def pack(x, name: str, *, pad_lo=None, pad_hi=None, padding=None, pad_value=0, out=None) -> np.ndarray:
     """Pack ``x`` into the named clDNN format (docs/openvino.md §3.2, 4).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -297,7 +301,7 @@ def pack(x, name: str, *, pad_lo=None, pad_hi=None, padding=None, pad_value=0, o
         lay, shape, lo, hi = _prepare(name, arr.shape, *_pads(padding, pad_lo, pad_hi))
         bound = lay.bind(shape, _check_dtype(arr.dtype, "x"), pad_lo=lo, pad_hi=hi)
     # BlockedLayout.pack checks `out` before it writes anything.
-    return bound.pack(arr.reshape(shape), out=out, pad_value=pad_value)
+    return bound._pack(arr.reshape(shape), out, pad_value)
 
 
 @lru_cache(maxsize=1024)
@@ -309,9 +313,12 @@ def _unpadded(name: str, shape: tuple, dtype: np.dtype) -> tuple:
     return eshape, lay.bind(eshape, _check_dtype(dtype, "x"), pad_lo=lo, pad_hi=hi)
 
 
+@gate("buf")
 def unpack(buf, name: str, shape, dtype, *, pad_lo=None, pad_hi=None, padding=None, check_padding=False,
            pad_value=0) -> np.ndarray:
     """Read a ``shape`` (logical order) tensor of ``dtype`` back from a packed buffer.
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     With ``check_padding=True`` every position that holds no element must equal ``pad_value``,
     else LayoutError (useful against oracles). Layouts as :func:`pack` (docs/openvino.md §3.2, 4).

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack.errors import LayoutError
 from npupack.layout import (BlockedLayout, Dim, as_byte_buffer, check_bool, check_dims, check_dtype, check_int,
                             check_out, little_endian)
@@ -135,10 +136,13 @@ def _feature_layout(nchw, precision: str, config: Config, st: FeatureStrides) ->
     )
 
 
+@gate("x")
 def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, line_stride=None,
                  surface_stride=None, batch_stride=None, rounding: str = "nearest_even",
                  saturate: bool = True, out=None) -> np.ndarray:
     """Pack activations into NVDLA feature data (docs/nvdla.md §3).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -214,9 +218,12 @@ def _default_layout(shape, dtype, precision, config: Config) -> tuple:
     return precision, feature_layout(shape, precision, config)
 
 
+@gate("buf")
 def unpack_feature(buf, shape, dtype=None, *, config: Config = NV_FULL, precision: str | None = None,
                    line_stride=None, surface_stride=None, batch_stride=None) -> np.ndarray:
     """Read a logical cube back from NVDLA feature data (docs/nvdla.md §3.4).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------

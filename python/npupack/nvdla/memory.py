@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from npupack._gate import check_disjoint
 from npupack.errors import LayoutError
 from npupack.layout import as_byte_buffer, check_out
 from npupack.nvdla.config import NV_FULL, Config, check_config
@@ -198,8 +199,11 @@ class MemoryPlan:
     def image(self, out=None) -> np.ndarray:
         """The image: uint8 of ``nbytes`` bytes, every surface at its offset, zero elsewhere.
         ``out`` (a writable uint8 buffer of at least ``nbytes``) receives it. Raises LayoutError
-        for a too small ``out``."""
+        for a too small ``out``, or one that overlaps a surface's bytes (the plan keeps the
+        arrays it was given, which it reads while it writes ``out``)."""
         n = self._end
+        if out is not None:
+            check_disjoint(out, {"a surface": self._data})
         img = check_out(out, n)[:n] if out is not None else np.empty(n, dtype=np.uint8)
         pos = 0
         for p, data in zip(self._placements, self._data):

@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import as_byte_buffer, check_bool, check_dims, check_int, check_out, little_endian
@@ -283,8 +284,11 @@ def _words(comps: np.ndarray, fmt: PixelFormat, words: Optional[np.ndarray] = No
     return words.reshape(h, w, 1)
 
 
+@gate("img")
 def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=None) -> PixelPlanes:
     """Lay an image out in an NVDLA pixel format (docs/nvdla.md §4).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -349,9 +353,12 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
     return PixelPlanes._fast((buf,), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
 
 
+@gate("planes")
 def unpack_pixels(planes, pixel_format, shape, *, line_stride=None, x_offset: int = 0) -> np.ndarray:
     """Read an image back from its NVDLA pixel planes: the inverse of :func:`pack_pixels`
     (docs/nvdla.md §4).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -429,9 +436,12 @@ def _register(value, name: str, lo: int, hi: int, what: str, per_component: bool
     return v.astype(np.int64)
 
 
+@gate("img")
 def convert_pixel_precision(img, pixel_format, precision: str, *, cvt: bool = True, offset=0, scale=1,
                             truncate: int = 0, sign_override: bool = False) -> np.ndarray:
     """The image DMA's precision conversion (docs/nvdla.md §4.5).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     ``img`` is ``(H, W, comps)`` as :func:`unpack_pixels` returns it (10-bit formats: the 10-bit
     values; they are widened ``<< 6``, alpha ``<< 14``). With ``cvt``: ``y = round_half_away(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack import _core
 from npupack.errors import LayoutError
 from npupack.layout import check_int, check_out, little_endian
@@ -116,9 +117,12 @@ def _sizes(n: int, nonzero: int, groups: int, es: int) -> tuple[int, int, int]:
     return _surface(nonzero * es), _surface(-(-n // 8)), _surface(4 * groups)
 
 
+@gate("stream")
 def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_elements: int | None = None,
                      tail: int = 128) -> SparsityReport:
     """Sizes of the compressed and uncompressed encodings before compressing (docs/nvdla.md §11.1).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -217,8 +221,11 @@ def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mo
     return _compress(stream, es, kernel_group_elements, out)
 
 
+@gate("stream")
 def compress_weights(stream, *, precision: str, kernel_group_elements: int, out=None):
     """Compress an uncompressed weight stream into DATA, WMB and WGS (docs/nvdla.md §11.1).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -257,8 +264,11 @@ def compress_weights(stream, *, precision: str, kernel_group_elements: int, out=
     return r["weight"], r["wmb"], r["wgs"]
 
 
+@gate("data", "wmb", "wgs")
 def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, kernel_group_elements=None):
     """Expand compressed weights back to the uncompressed element stream (docs/nvdla.md §11.1).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     For each element ``i < n_elements``: WMB bit ``i`` set takes the next ``es`` bytes of DATA,
     clear gives zero (+0 for fp16). The result does not depend on WGS; when ``wgs`` and
@@ -326,8 +336,11 @@ def _raw(a, name: str) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1)
 
 
+@gate("w")
 def prune(w, sparsity: float, *, precision: str | None = None, config: Config = NV_FULL, kernel_axis: int = 0):
     """Magnitude pruning per kernel group, for compression experiments.
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Kernels are taken ``kpg = config.kernels_per_group(precision)`` at a time along
     ``kernel_axis`` (the last group may be short, as in the weight surfaces, docs/nvdla.md §5.2); in
@@ -350,7 +363,9 @@ def prune(w, sparsity: float, *, precision: str | None = None, config: Config = 
     Returns
     -------
     numpy.ndarray
-        Same shape and dtype as ``w``, a new array.
+        Same shape and dtype as ``w``, a new array. Work memory beside it: one magnitude copy
+        of a kernel group at the weights' own element size (the threshold is found by a
+        partition, not a sort), so the peak stays within 2.5x of input + output.
 
     Raises
     ------
@@ -378,13 +393,57 @@ def prune(w, sparsity: float, *, precision: str | None = None, config: Config = 
     kpg = config.kernels_per_group(infer_precision(arr.dtype, precision, config, "w"))
     moved = np.moveaxis(arr, kernel_axis, 0)
     k = moved.shape[0]
-    flat = moved.reshape(k, -1)
-    out = flat.copy()
-    mag = np.abs(flat.astype(np.float64))
+    out = np.array(moved, order="C")  # the result, and the only full-size copy
+    flat = out.reshape(k, -1)
     for k0 in range(0, k, kpg):  # one NumPy pass per kernel group, not per element
-        block = mag[k0:k0 + kpg].reshape(-1)
+        block = flat[k0:k0 + kpg].reshape(-1)
         drop = int(np.floor(sparsity * block.size + 0.5))
         if drop:
-            idx = np.argsort(block, kind="stable")[:drop]
-            out[k0:k0 + kpg].reshape(-1)[idx] = 0
-    return np.moveaxis(out.reshape(moved.shape), 0, kernel_axis)
+            _zero_smallest(block, drop)
+    return np.moveaxis(out, 0, kernel_axis)
+
+
+_CHUNK = 1 << 20  # elements per pass of the temporaries in _zero_smallest
+
+
+def _magnitude(x: np.ndarray) -> np.ndarray:
+    """|x| in an order-preserving type of x's own size (a new array): a signed integer's
+    magnitude as the unsigned twin (wrapping negation gives |-128| = 128), a float's in its dtype.
+    A float64 copy would take 8 bytes per int8 weight."""
+    if x.dtype.kind == "i":
+        u = x.view(x.dtype.newbyteorder("=").str.replace("i", "u"))
+        return np.where(x < 0, np.negative(u), u)
+    return np.abs(x)
+
+
+def _zero_smallest(block: np.ndarray, drop: int) -> None:
+    """Zero the ``drop`` elements of smallest magnitude of the 1-D ``block`` in place, ties
+    broken by position (first first) and NaN largest: a stable argsort's first ``drop``, found
+    as a threshold (a partition of one magnitude copy) and two passes in chunks, so the work
+    memory is one copy of the group at its own element size."""
+    if drop >= block.size:
+        block[...] = 0
+        return
+    key = np.empty(block.size, _magnitude(block[:0]).dtype)  # filled in chunks: no full-size temporaries
+    for lo in range(0, block.size, _CHUNK):
+        key[lo:lo + _CHUNK] = _magnitude(block[lo:lo + _CHUNK])
+    key.partition(drop - 1)
+    t = key[drop - 1]
+    del key
+    t_nan = bool(np.isnan(t)) if block.dtype.kind == "f" else False
+
+    def masks(lo):
+        m = _magnitude(block[lo:lo + _CHUNK])
+        equal = np.isnan(m) if t_nan else m == t
+        return (m < t) | (~np.isnan(m) if t_nan else False), equal
+
+    below = sum(int(np.count_nonzero(masks(lo)[0])) for lo in range(0, block.size, _CHUNK))
+    ties = drop - below  # the first `ties` elements equal to t go as well
+    for lo in range(0, block.size, _CHUNK):
+        less, equal = masks(lo)
+        chunk = block[lo:lo + _CHUNK]
+        if ties > 0:
+            at = np.flatnonzero(equal)[:ties]
+            ties -= at.size
+            chunk[at] = 0
+        chunk[less] = 0

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import as_byte_buffer, check_bool, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
@@ -117,11 +118,14 @@ def _pack_dc(layout, elems: np.ndarray, groups: int, kpg: int, config: Config, b
         _core.grouped_pack(elems, buf, groups, kpg, config.channels_per_block, zeroed)
 
 
+@gate("w", labels={"w": "x"})
 def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
                  groups: int = 1, stride=(1, 1), pixel_format=None, post_extension="auto",
                  compress=False, rounding: str = "nearest_even", saturate: bool = True,
                  scale: float = 1.0, allow_nan: bool = False, out=None):
     """Pack convolution weights into NVDLA weight surfaces (docs/nvdla.md §5-11).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
