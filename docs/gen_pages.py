@@ -25,8 +25,11 @@ def _run(argv):
 
 parser = build_parser()
 with mkdocs_gen_files.open("cli.md", "w") as f:
-    f.write("# Command line\n\nGenerated from the `npupack` argument parser. Exit status: 0 on success, "
-            "1 when a layer or check failed, 2 for a usage error.\n\n")
+    f.write("# Command line\n\nGenerated from the `npupack` argument parser. Exit status of pack, pack-many "
+            "and verify: 0 when every layer and operand the options ask for was packed (integer operands left "
+            "out for lack of `--calibration` are one warning line); 1 when a layer, operand, model or check "
+            "failed; 2 for a usage error, an unreadable model or a refused output folder; 3 when layers or "
+            "operands were left out as unsupported (0 with `--allow-partial`); 130 when interrupted.\n\n")
     f.write("```text\n" + parser.format_help().rstrip() + "\n```\n")
     for name, sub in _subcommands(parser).items():
         f.write(f"\n## npupack {name}\n\n```text\n{sub.format_help().rstrip()}\n```\n")

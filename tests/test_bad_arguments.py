@@ -169,6 +169,7 @@ CALLS = {
 NOT_SWEPT = {
     "npupack.set_num_threads": "process-wide state; its checks are in test_threads.py",
     "npupack.get_num_threads": "takes no argument",
+    "npupack.manifest_schema": "takes no argument",
     "openvino.formats": "takes no argument",
     "horizon.register_alignment_rule": "registers process-wide state; checked in test_horizon.py",
     "Config.presets": "takes no argument",
@@ -218,6 +219,8 @@ def _file_calls(tmp):
         "bulk.pack_many": (bulk.pack_many, dict(models=[str(path)], out_dir=tmp / "many")),
         "model.load_onnx": (model.load_onnx, dict(path=path)),
         "model.load_batchnorms": (model.load_batchnorms, dict(path=path)),
+        "model.model_files": (model.model_files, dict(path=path)),
+        "job.model_record": (job.model_record, dict(model_path=path)),
         "MemoryPlan.write": (lambda **kw: _placed().write(**kw), dict(out_dir=tmp / "plan", extra={"a": 1})),
         "readback.load_packed": (readback.load_packed, dict(out_dir=packed)),
         "readback.verify_packed": (readback.verify_packed, dict(out_dir=packed)),
@@ -225,7 +228,7 @@ def _file_calls(tmp):
 
 
 FILE_CALLS = ("job.pack_model", "bulk.pack_one", "bulk.pack_many", "model.load_onnx", "model.load_batchnorms",
-              "MemoryPlan.write", "readback.load_packed", "readback.verify_packed")
+              "model.model_files", "job.model_record", "MemoryPlan.write", "readback.load_packed", "readback.verify_packed")
 
 
 def test_file_entry_points_wrong_arguments(tmp_path, monkeypatch):

@@ -1,7 +1,16 @@
-"""The ``npupack`` command line."""
+"""The ``npupack`` command line.
+
+Exit status of ``pack``, ``pack-many`` and ``verify`` (``npupack.coverage``): 0 every layer and
+operand the options ask for was packed (integer operands skipped for lack of ``--calibration``
+are one warning line, not a failure); 1 something failed (a layer, an operand, a model, or a
+surface ``verify`` finds missing or changed); 2 bad arguments, an unreadable model or a refused
+output folder; 3 layers or operands left out as unsupported (0 with ``--allow-partial``); 130
+interrupted.
+"""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -10,7 +19,19 @@ from npupack import __version__
 __all__ = ["main"]
 
 
+def _report_lines(cov: dict, quiet: bool, prefix: str = "") -> None:
+    """One stderr line per failure and (unless quiet) per skip; one warning line for the integer
+    operands left out for lack of a calibration table."""
+    for kind, text in cov["lines"]:
+        if kind == "error" or (kind == "unsupported" and not quiet):
+            print(f"npupack: {prefix}{'error' if kind == 'error' else 'skipped'}: {text}", file=sys.stderr)
+    if cov["need_calibration"] and not quiet:
+        print(f"npupack: {prefix}warning: {cov['need_calibration']} integer bias / batch-norm operands not packed: "
+              "they need activation scales (--calibration)", file=sys.stderr)
+
+
 def _cmd_pack(args) -> int:
+    from npupack.coverage import coverage, describe, exit_status
     from npupack.job import pack_model
     from npupack.nvdla import Config
     from npupack.zoo import resolve_model
@@ -20,43 +41,100 @@ def _cmd_pack(args) -> int:
     pixel_format = None if args.no_image else args.pixel_format
     manifest = pack_model(model, args.output, config=config, precision=args.precision, quantize=args.quantize,
                           pixel_format=pixel_format, winograd=args.winograd, compress=args.compress,
-                          image=args.image, calibration=args.calibration, progress=not args.no_progress)
+                          image=args.image, calibration=args.calibration,
+                          progress=not args.no_progress and not args.json, force=args.force)
     s = manifest["summary"]
-    print(f"npupack: {s['layers']} conv layers of {model.name}: {s['packed']} packed, {s['unsupported']} "
-          f"unsupported, {s['error']} failed; {s['bytes_in']} bytes in, {s['bytes_out']} bytes out; "
-          f"{s['seconds']:.2f} s -> {Path(args.output) / ('image.bin' if args.image else 'manifest.json')}")
-    for layer in manifest["layers"]:
-        if layer["status"] == "error":
-            print(f"npupack: layer {layer['name']}: {layer['reason']}", file=sys.stderr)
-    return 1 if s["error"] else 0
+    cov = coverage(manifest)
+    status = exit_status(cov, args.allow_partial)
+    _report_lines(cov, args.quiet)
+    target = Path(args.output) / ("image.bin" if args.image else "manifest.json")
+    if args.json:
+        print(json.dumps({"model": str(model), "output": str(args.output), "exit_status": status,
+                          "layers": cov["layers"], "operands": cov["operands"],
+                          "need_calibration": cov["need_calibration"], "bytes_in": s["bytes_in"],
+                          "bytes_out": s["bytes_out"], "seconds": s["seconds"],
+                          "problems": [{"kind": k, "what": t} for k, t in cov["lines"]]}, indent=1))
+    else:
+        print(f"npupack: {s['layers']} layers of {model.name} ({describe(cov)}); {s['bytes_in']} bytes in, "
+              f"{s['bytes_out']} bytes out; {s['seconds']:.2f} s -> {target}")
+    return status
+
+
+def _row_status(row: dict, allow_partial: bool) -> int:
+    from npupack.coverage import EXIT_FAILED, exit_status
+
+    if row["status"] not in ("packed", "skipped"):
+        return EXIT_FAILED
+    return exit_status({"lines": [tuple(x) for x in row.get("not_packed", [])]}, allow_partial)
 
 
 def _cmd_pack_many(args) -> int:
     from npupack.bulk import pack_many
+    from npupack.coverage import EXIT_INTERRUPTED
+
+    def show(row, write):
+        if args.json:
+            return
+        kinds = [kind for kind, _ in row.get("not_packed", [])]
+        left = "".join(f", {kinds.count(k)} {w}" for k, w in (("error", "failed"), ("unsupported", "left out"))
+                       if k in kinds)
+        tail = (f"{row.get('packed', 0)} of {row.get('layers', 0)} layers packed{left}, {row.get('bytes_out', 0)} "
+                "bytes" if row["status"] in ("packed", "skipped") else row.get("reason", ""))
+        line = f"npupack: {row['model']}: {row['status']}: {tail}; {row.get('seconds', 0):.2f} s"
+        bad = row["status"] not in ("packed", "skipped") or "error" in kinds
+        write(line, sys.stderr if bad else sys.stdout)
+        for kind, text in row.get("not_packed", []):
+            if kind == "error" or (kind == "unsupported" and not args.quiet):
+                write(f"npupack: {row['dir']}: {'error' if kind == 'error' else 'skipped'}: {text}", sys.stderr)
+        n = sum(kind == "calibration" for kind, _ in row.get("not_packed", []))
+        if n and not args.quiet:
+            write(f"npupack: {row['dir']}: warning: {n} integer bias / batch-norm operands not packed: they need "
+                  "activation scales (--calibration)", sys.stderr)
 
     summary = pack_many(args.models, args.output, jobs=args.jobs, target=args.target, precision=args.precision,
                         quantize=args.quantize, pixel_format=None if args.no_image else args.pixel_format,
-                        winograd=args.winograd, compress=args.compress, image=args.image)
-    for row in summary["models"]:
-        tail = f"{row.get('packed', 0)} layers packed" if row["status"] == "packed" else row.get("reason", "")
-        print(f"npupack: {row['model']}: {row['status']}: {tail}", file=sys.stderr if row["status"] == "error"
-              else sys.stdout)
+                        winograd=args.winograd, compress=args.compress, image=args.image, force=args.force,
+                        on_result=show, progress=not args.no_progress and not args.json)
     t = summary["totals"]
-    print(f"npupack: {t['packed']} packed, {t['skipped']} up to date, {t['error']} failed; {t['layers']} layers, "
-          f"{t['bytes_out']} bytes out; {t['seconds']:.2f} s -> {Path(args.output) / 'summary.json'}")
-    return 1 if t["error"] else 0
+    rows = summary["models"]
+    status = max((_row_status(r, args.allow_partial) for r in rows if r["status"] not in ("not started",
+                                                                                          "interrupted")), default=0)
+    if t.get("interrupted"):
+        status = EXIT_INTERRUPTED
+    if args.json:
+        print(json.dumps({**summary, "exit_status": status}, indent=1))
+    else:
+        stopped = f", {t['not_started']} not started (interrupted)" if t.get("interrupted") else ""
+        statuses = [_row_status(r, True) for r in rows if r["status"] in ("packed", "skipped")]
+        partial = sum(_row_status(r, False) == 3 for r in rows if r["status"] in ("packed", "skipped"))
+        flawed = f" ({statuses.count(1)} with failed layers or operands, {partial} partial)" \
+            if statuses.count(1) or partial else ""
+        print(f"npupack: {t['packed']} packed, {t['skipped']} up to date{flawed}, {t['error']} failed{stopped}; "
+              f"{t['layers']} layers, {t['bytes_out']} bytes out; {t['seconds']:.2f} s -> "
+              f"{Path(args.output) / 'summary.json'}")
+    return status
 
 
 def _cmd_verify(args) -> int:
     from npupack.readback import verify_packed
 
+    from npupack.coverage import EXIT_FAILED, exit_status
+
     report = verify_packed(args.output)
     for problem in report["problems"]:
         print(f"npupack: {problem}", file=sys.stderr)
+    lines = [tuple(x) for x in report["not_packed"]]
+    cov = {"lines": lines, "need_calibration": sum(k == "calibration" for k, _ in lines)}
+    _report_lines(cov, args.quiet, "not packed: ")
+    status = EXIT_FAILED if report["problems"] else exit_status(cov, args.allow_partial)
+    if args.json:
+        print(json.dumps({**report, "exit_status": status}, indent=1))
+        return status
     models = f"{report['models']} models, " if "models" in report else ""
+    left = sum(k != "calibration" for k, _ in lines)
     print(f"npupack: {args.output}: {models}{report['layers']} packed layers, {report['parts']} surfaces, "
-          f"{report['bytes']} bytes read; {len(report['problems'])} problems")
-    return 1 if report["problems"] else 0
+          f"{report['bytes']} bytes read; {len(report['problems'])} problems; {left} layers / operands not packed")
+    return status
 
 
 def _cmd_fetch(args) -> int:
@@ -74,9 +152,11 @@ def _cmd_inspect(args) -> int:
     for layer in layers:
         shape = "x".join(map(str, layer.weights.shape)) if layer.weights is not None else "?"
         print(f"{layer.name:32s} {layer.op_type:14s} w={shape:16s} group={layer.group:<4d} "
-              f"strides={list(layer.strides)} pads={list(layer.pads)}" + (f"  ({layer.note})" if layer.note else ""))
-    print(f"{len(layers)} convolution layers")
-    return 0
+              f"strides={list(layer.strides or ())} pads={list(layer.pads or ())}" +
+              (f"  (error: {layer.error})" if layer.error else f"  ({layer.note})" if layer.note else ""))
+    errors = sum(layer.error is not None for layer in layers)
+    print(f"{len(layers)} convolution layers" + (f", {errors} malformed" if errors else ""))
+    return 1 if errors else 0
 
 
 def _count(text: str) -> int:
@@ -149,12 +229,26 @@ def _job_options(parser, *, image_help: str) -> None:
     parser.add_argument("--compress", default="off", choices=["off", "on", "auto"],
                         help="sparse weight compression (WMB/WGS); auto: only where it is smaller (default off)")
     parser.add_argument("--image", action="store_true", help=image_help)
+    _status_options(parser)
+    parser.add_argument("--force", action="store_true",
+                        help="replace an output folder even when it holds no npupack manifest (its files are lost)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _status_options(parser) -> None:
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="exit 0 when layers or operands were left out as unsupported (default: exit 3)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no stderr line per skipped layer or operand")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from npupack.zoo import MODELS
 
-    p = argparse.ArgumentParser(prog="npupack", description="Pack neural-network tensors into accelerator layouts.")
+    p = argparse.ArgumentParser(prog="npupack", description="Pack neural-network tensors into accelerator layouts.",
+                                epilog="exit status of pack / pack-many / verify: 0 all packed; 1 something failed; "
+                                       "2 bad arguments or refused output folder; 3 layers left out as unsupported "
+                                       "(0 with --allow-partial); 130 interrupted")
     p.add_argument("--version", action="version", version=f"npupack {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -165,7 +259,6 @@ def build_parser() -> argparse.ArgumentParser:
                     help="calibration table (JSON, tensor -> scale or min/max) for integer bias, rescale and "
                          "batch-norm operands")
     pk.add_argument("-o", "--output", required=True, help="output directory")
-    pk.add_argument("--no-progress", action="store_true", help="no progress bar")
     pk.set_defaults(func=_cmd_pack)
 
     pm = sub.add_parser("pack-many", help="pack many models, one directory each, resumable, with a summary")
@@ -179,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "every layer unpacks")
     ve.add_argument("output", help="the directory written by pack (manifest.json and its files) or pack-many "
                     "(summary.json and one directory per model)")
+    _status_options(ve)
     ve.set_defaults(func=_cmd_verify)
 
     fm = sub.add_parser("fetch-model", help="download a known real model into the cache and print its path")
@@ -214,6 +308,9 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: the job has cleaned up after itself
+        print("npupack: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into `head`: stop quietly
         import os
 

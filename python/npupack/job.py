@@ -2,8 +2,10 @@
 image input, Winograd, deconvolution sets; optionally compressed) and write one file per surface
 plus ``manifest.json``.
 
-Writes are atomic (temporary file + rename), so re-running into the same directory is safe and an
-interrupted or failed layer never leaves a half-written file; the manifest is written last.
+The output folder is written whole: every file goes into a new folder beside the target, which
+replaces the target in one step only when it is complete, so a reader (or a run that is killed)
+sees the old output or the new one, never a mix and never a stale file. The target must be
+missing, empty or an earlier npupack output (its manifest), unless ``force``.
 """
 from __future__ import annotations
 
@@ -11,25 +13,65 @@ import hashlib
 import json
 import math
 import re
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 
 from npupack import __version__
-from npupack.files import sha256_file, write_atomic
-from npupack.model import load_batchnorms, load_onnx
+from npupack.files import check_output_dir, sha256_file, staging_dir, swap_in, write_atomic
+from npupack.model import load_batchnorms, load_onnx, model_files
 from npupack.operands import batchnorm_operand, conv_operand, load_calibration
 from npupack.layout import check_bool
+from npupack.manifest import MANIFEST_VERSION, layer_fields
 from npupack.nvdla import PIXEL_FORMATS, Config, pack_weights, quantize_weights
 from npupack.nvdla.config import check_config
 from npupack.nvdla.convert import QUANTIZE_MODES
 
-__all__ = ["pack_model"]
+__all__ = ["pack_model", "model_record"]
+
+_NAME_CHARS = 48
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "layer"
+    """A file-name part for a layer name: its safe characters, at most _NAME_CHARS of them, plus
+    a short hash of the whole name when it was shortened or changed (node names may be
+    thousands of characters long; file names are limited to 255 bytes)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "layer"
+    if safe == name and len(safe) <= _NAME_CHARS:
+        return safe
+    return f"{safe[:_NAME_CHARS].rstrip('._-')}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def _unique_keys(names) -> list:
+    """One manifest key per layer: its name, and ``name#2``, ``name#3``, ... for the repeats of a
+    name (ONNX allows duplicate node names)."""
+    seen: dict = {}
+    keys = []
+    taken = set(names)
+    for name in names:
+        n = seen.get(name, 0) + 1
+        seen[name] = n
+        key = name
+        while n > 1 and (key == name or key in taken):
+            key = f"{name}#{n}"
+            n += 1
+        taken.add(key)
+        keys.append(key)
+    return keys
+
+
+def model_record(model_path) -> dict:
+    """The ``model`` entry of a manifest: the model file's name and sha256 and those of every
+    external-data file it names (``external_data``: ``[{"file", "sha256"}]``), computed before
+    the model is read, so that a model changed while it is packed is packed again next time.
+    Raises FileNotFoundError / ValueError as :func:`npupack.model.load_onnx`."""
+    path = Path(model_path)
+    names = model_files(path)  # also checks that the file is a model and its data lies inside its folder
+    return {"file": path.name, "sha256": sha256_file(path),
+            "external_data": [{"file": f, "sha256": sha256_file(path.parent / f)} for f in names]}
 
 
 DEFAULT_PIXEL_FORMAT = {"int8": "T_A8B8G8R8", "int16": "T_A16B16G16R16", "fp16": "T_A16B16G16R16_F"}
@@ -37,9 +79,10 @@ DEFAULT_PIXEL_FORMAT = {"int8": "T_A8B8G8R8", "int16": "T_A16B16G16R16", "fp16":
 
 def _is_image_layer(layer, pixel_format) -> bool:
     """A first layer NVDLA runs in image-input mode: it reads the model's input, has at most as
-    many channels as the pixel format gives, and is not grouped (docs/nvdla.md §8)."""
+    many channels as the pixel format gives, and is neither grouped nor dilated: image mode folds
+    a row's taps into adjacent channels, where no dilation can apply (docs/nvdla.md §8)."""
     return (pixel_format is not None and layer.op_type == "Conv" and layer.reads_graph_input and layer.group == 1
-            and layer.weights.shape[1] <= PIXEL_FORMATS[pixel_format].comps)
+            and all(d == 1 for d in layer.dilations) and layer.weights.shape[1] <= PIXEL_FORMATS[pixel_format].comps)
 
 
 WINOGRAD_MODES = ("off", "auto")
@@ -87,15 +130,31 @@ def _pack_layer(layer, config: Config, precision: str, quantize: str, pixel_form
         del kw["groups"]
     if precision == "fp16":
         return pack_weights(layer.weights, precision="fp16", config=config, **kw), None, extra
-    q, scales = quantize_weights(layer.weights, precision=precision, mode=quantize, kernel_axis=kernel_axis)
+    if layer.qweights is not None:  # the model's own integers, as stored (its scales with them)
+        q, scales = layer.qweights.astype(_INT_DTYPE[precision]), layer.weight_scales
+    else:
+        q, scales = quantize_weights(layer.weights, precision=precision, mode=quantize, kernel_axis=kernel_axis)
     if kw["kind"] == "winograd":
         kw["scale"] = extra["winograd_scale"] = _winograd_int16_scale(q)
     return pack_weights(q, precision=precision, config=config, **kw), scales, extra
 
 
-def _unsupported_reason(layer):
+_INT_DTYPE = {"int8": "int8", "int16": "int16"}
+
+
+def _unsupported_reason(layer, precision: str):
     if layer.note:
         return layer.note
+    if layer.qweights is not None and precision != "fp16":
+        zp = layer.weight_zero_point
+        if zp is not None and (zp != 0).any():
+            values = sorted({int(z) for z in zp[zp != 0]})
+            shown = values[0] if len(values) == 1 else values
+            return f"weight zero point {shown} (NVDLA weights are symmetric)"
+        info = np.iinfo(_INT_DTYPE[precision])
+        lo, hi = int(layer.qweights.min()), int(layer.qweights.max())
+        if lo < info.min or hi > info.max:
+            return f"the model's {layer.qweights.dtype} weights ({lo}..{hi}) do not fit {precision}"
     if layer.op_type == "ConvTranspose":
         if layer.group != 1:
             return f"grouped deconvolution (group={layer.group}) has no NVDLA weight format (docs/nvdla.md §10.1)"
@@ -190,20 +249,30 @@ def check_options(config: Config, *, precision: str, quantize: str, pixel_format
 
 def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", quantize: str = "per_filter",
                pixel_format="auto", winograd: str = "off", compress: str = "off", image: bool = False,
-               calibration=None, progress: bool = True) -> dict:
-    """Pack every ``Conv`` and ``ConvTranspose`` layer of an ONNX model as NVDLA weights.
+               calibration=None, progress: bool = True, force: bool = False, extra: dict = None) -> dict:
+    """Pack every weight-bearing layer of an ONNX model as NVDLA weights: convolutions (1-D as
+    H = 1, transposed, grouped), fully connected ``Gemm`` / ``MatMul`` as direct convolution with
+    R x S folded from the flattened cube, and quantised layers (QDQ, ``QLinearConv``, ``QGemm``,
+    ``QLinearMatMul``, ``ConvInteger``, ``MatMulInteger``) with their integers as stored; layers
+    in subgraphs included (docs/manifest.md §3).
 
     Parameters
     ----------
     model_path : path to an ``.onnx`` file
-    out_dir : output directory (created); one ``<index>_<layer>[.set<i>].weight.bin`` per surface
-        (plus ``.wmb.bin`` / ``.wgs.bin`` when compressed) and ``manifest.json``.
+    out_dir : output directory: missing, empty or an earlier npupack output (``force`` for any
+        other); replaced whole when the new output is complete. One
+        ``<index>_<layer>[.set<i>].weight.bin`` per surface (plus ``.wmb.bin`` / ``.wgs.bin`` when
+        compressed; ``<layer>`` at most 48 characters plus a short hash of long or unusual names)
+        and ``manifest.json``.
     config : Config
         Target configuration.
     precision : {"int8", "int16", "fp16"}
         int8/int16 weights are quantised with :func:`quantize_weights` (``quantize`` mode,
-        per filter by default; deconvolution per output channel, ``kernel_axis=1``); fp16
-        weights are converted with round-to-nearest-even and saturation.
+        per filter by default; deconvolution per output channel, ``kernel_axis=1``; a filter
+        whose scale underflows packs as zeros with scale 0); a quantised model's integers are
+        packed as stored with its scales (``quantization: "model"``; a weight zero point other
+        than 0 is unsupported); fp16 weights (quantised ones dequantised) are converted with
+        round-to-nearest-even and saturation.
     pixel_format : str, "auto" or None
         First layers that read the model's input with C <= the format's channel count are packed
         as image-input weights for this pixel format ("auto": T_A8B8G8R8 for int8,
@@ -225,25 +294,35 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         skipped (with a note) without it.
     progress : bool
         Show a progress bar (tqdm, on a terminal).
+    force : bool
+        Replace ``out_dir`` even when it is a non-empty folder without an npupack manifest.
+    extra : dict, optional
+        More top-level manifest fields (pack-many records its options so).
 
     Returns
     -------
     dict
-        The manifest (also written to ``out_dir/manifest.json``). Layers with a bias or an
+        The manifest (also written to ``out_dir/manifest.json``). Every layer entry has a ``key``
+        unique in the manifest (the name; ``name#2``, ... for repeated names). ``model`` gives
+        the sha256 of the model and of its external-data files. Layers with a bias or an
         integer rescale have an ``sdp`` entry; ``batchnorms`` lists the BatchNormalization
         operands. Each layer has ``status``
         ``"packed"``, ``"unsupported"`` (with ``reason``) or ``"error"`` (with ``reason``); packed
         layers give kind, logical and packed shapes, precision, scales, and per surface the
         encoding, file, offset, size, alignment and sha256 (``wmb`` / ``wgs`` entries when
-        compressed). Deconvolution layers list their stride-phase ``sets`` instead.
+        compressed). Deconvolution layers list their stride-phase ``sets`` instead. Every field,
+        ``manifest_version`` and the JSON Schema the manifest conforms to
+        (:func:`npupack.manifest_schema`) are described in docs/manifest.md.
 
     Raises
     ------
     FileNotFoundError, ValueError
         The model cannot be read; ``quantize``, ``winograd`` or ``compress`` not one of the
         modes; ``pixel_format`` not "auto", None or a known name; a precision or compression
-        the config lacks; ``out_dir`` exists and is not a directory. Per-layer problems are
-        reported in the manifest instead.
+        the config lacks; ``out_dir`` exists and is not a directory, or is a non-empty folder
+        without an npupack manifest (unless ``force``); a malformed ONNX file. Per-layer problems
+        (malformed node fields included, named with the node and attribute) are reported in the
+        manifest instead.
     TypeError
         ``config`` is not a :class:`Config`; ``image`` or ``progress`` is not a bool.
     """
@@ -256,22 +335,42 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     compress_mode = COMPRESS_MODES[compress]
     if pixel_format == "auto":
         pixel_format = DEFAULT_PIXEL_FORMAT[precision]
+    force = check_bool(force, "force")
+    check_output_dir(out, force)
+    record = model_record(model_path)  # before reading: a model replaced meanwhile is repacked next time
     layers = load_onnx(model_path)
     batchnorms = load_batchnorms(model_path)
     scales = None if calibration is None else load_calibration(calibration, precision)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"out: {out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    stage = staging_dir(out)
+    try:
+        manifest = _pack_into(stage, layers, batchnorms, scales, record, t0, config=config, precision=precision,
+                              quantize=quantize, pixel_format=pixel_format, winograd=winograd, compress=compress,
+                              compress_mode=compress_mode, image=image, calibration=calibration,
+                              progress=progress, manifest_extra=extra)
+        check_output_dir(out, force)  # the target may have changed while packing
+        swap_in(stage, out)
+    except BaseException:  # failed or interrupted: nothing of this run stays
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _pack_into(out: Path, layers, batchnorms, scales, record, t0, *, config, precision, quantize, pixel_format,
+               winograd, compress, compress_mode, image, calibration, progress, manifest_extra) -> dict:
+    """The body of :func:`pack_model`: every layer and operand packed into the folder ``out``."""
     sink = _ImageSink(out, config) if image else _FileSink(out)
     bar = _progress(layers, progress)
     entries, bytes_in, bytes_out = [], 0, 0
+    keys = _unique_keys([layer.name for layer in layers])
     for index, layer in enumerate(bar):
-        entry = {"name": layer.name, "op_type": layer.op_type, "strides": list(layer.strides),
-                 "pads": list(layer.pads), "dilations": list(layer.dilations), "group": layer.group}
+        entry = {"name": layer.name, "key": keys[index], "op_type": layer.op_type, **layer_fields(layer)}
         entries.append(entry)
+        if getattr(layer, "error", None):
+            entry.update(status="error", reason=layer.error)
+            continue
         if layer.weights is not None:
             entry["logical_shape"] = list(layer.weights.shape)
-        reason = _unsupported_reason(layer)
+        reason = _unsupported_reason(layer, precision)
         if reason:
             entry.update(status="unsupported", reason=reason)
             continue
@@ -288,7 +387,7 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         entry.update(
             status="packed", kind=ws.kind, precision=ws.precision, pixel_format=ws.pixel_format,
             post_extension=ws.post_extension,
-            quantization=None if scales_used is None else quantize,
+            quantization=_quantization(layer, ws.precision, quantize), scale_origin=_scale_origin(layer, ws.precision),
             scales=None if scales_used is None else [float(s) for s in scales_used], **extra,
             packed_shape=list(ws.packed_shape), kernel_groups=ws.kernel_groups,
             bytes_per_kernel=ws.bytes_per_kernel, meaningful_bytes=ws.meaningful_bytes)
@@ -300,26 +399,61 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
             entry.update(sink.weights(stem, ws))
         bytes_in += layer.weights.nbytes
         bytes_out += sum(s.total_bytes for s in sets)
-        bytes_out += _emit_operand(entry, sink, f"{stem}.sdp", conv_operand, layer, precision, config, sw, scales)
+        if sw is None and precision != "fp16":  # ConvInteger / MatMulInteger: later nodes hold the scales
+            entry["sdp"] = {"status": "skipped", "reason": "the model applies this layer's weight scales in later "
+                                                           f"nodes ({layer.op_type} has none)"}
+            continue
+        bytes_out += _emit_operand(entry, sink, f"{stem}.sdp", conv_operand, layer, precision, config,
+                                   None if sw is None else _sdp_weight_scales(sw), scales)
     bn_entries = []
     for index, bn in enumerate(batchnorms):
         entry = {"name": bn.name, "input": bn.input_name, "output": bn.output_name}
         bn_entries.append(entry)
+        if getattr(bn, "error", None):
+            entry["sdp"] = {"status": "error", "reason": bn.error}
+            continue
         bytes_out += _emit_operand(entry, sink, f"bn{index:03d}_{_safe(bn.name)}.sdp", batchnorm_operand, bn,
                                    precision, config, scales)
     seconds = time.perf_counter() - t0
     counts = {s: sum(e["status"] == s for e in entries) for s in ("packed", "unsupported", "error")}
     manifest = {
+        "manifest_version": MANIFEST_VERSION,
         "npupack_version": __version__, "format": "nvdla", "target": config.name,
         "config": {**asdict(config), "precisions": list(config.precisions)},
         "precision": precision, "winograd": winograd, "compress": compress,
-        "model": {"file": model_path.name, "sha256": sha256_file(model_path)},
+        "model": record,
         "calibration": None if calibration is None else Path(calibration).name,
         "layers": entries, "batchnorms": bn_entries,
         "summary": {"layers": len(entries), **counts, "bytes_in": bytes_in, "bytes_out": bytes_out,
                     "seconds": round(seconds, 3)},
+        **(manifest_extra or {}),
     }
     return sink.finish(manifest)
+
+
+def _quantization(layer, precision: str, quantize: str):
+    """How the packed integers were obtained: ``quantize`` (npupack quantised float weights),
+    ``"model"`` (the model's integers as stored), None for fp16 (docs/manifest.md §4)."""
+    if precision == "fp16":
+        return None
+    return "model" if layer.qweights is not None else quantize
+
+
+def _scale_origin(layer, precision: str):
+    if precision == "fp16":
+        return None
+    return layer.scale_origin if layer.qweights is not None else "computed"
+
+
+def _sdp_weight_scales(sw):
+    """Weight scales for the integer bias / rescale operand: a zero filter (scale 0) accumulates 0
+    whatever its scale, so it takes the layer's largest scale (1 when all are zero) and its bias
+    passes through the rescale unchanged instead of dividing by zero (docs/manifest.md §5)."""
+    sw = np.asarray(sw, dtype=np.float32)
+    if not (sw == 0).any():
+        return sw
+    peak = float(sw.max(initial=0.0))
+    return np.where(sw == 0, np.float32(peak if peak > 0 else 1.0), sw).astype(np.float32)
 
 
 def _emit_operand(entry: dict, sink, stem: str, make, *args) -> int:

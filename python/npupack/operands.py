@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from npupack.nvdla import factorize_scales, pack_batchnorm, pack_bias, quantize_bias
+from npupack.nvdla.sdp import ALU_SHIFT_MAX
 
 __all__ = ["load_calibration", "conv_operand", "batchnorm_operand"]
 
@@ -67,7 +68,7 @@ def conv_operand(layer, precision: str, config, weight_scales, scales):
     so = _scale_of(scales, layer.output_name, "output")
     sw = np.asarray(weight_scales, dtype=np.float32)
     bias = layer.bias if layer.bias is not None else np.zeros(sw.size, np.float32)
-    q, left = quantize_bias(bias, input_scale=si, weight_scales=sw)
+    q, left = quantize_bias(bias, input_scale=si, weight_scales=sw, max_shift=ALU_SHIFT_MAX)
     n, right = factorize_scales((np.float32(si) * sw / np.float32(so)).astype(np.float32))
     return pack_bias(q, mul=n, precision=precision, config=config), {
         "use": "bias_rescale", "bias_left_shift": left, "rescale_truncate": right}
@@ -93,7 +94,7 @@ def batchnorm_operand(bn, precision: str, config, scales):
                                                      "(--calibration)"}
     si = _scale_of(scales, bn.input_name, "input")
     so = _scale_of(scales, bn.output_name, "output")
-    q, left = quantize_bias(alu, input_scale=si, weight_scales=1.0)
+    q, left = quantize_bias(alu, input_scale=si, weight_scales=1.0, max_shift=ALU_SHIFT_MAX)
     n, right = factorize_scales((mul * np.float32(si) / np.float32(so)).astype(np.float32))
     return pack_batchnorm(q, n, precision=precision, config=config), {
         "use": "batchnorm", "alu_left_shift": left, "mul_truncate": right}

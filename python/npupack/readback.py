@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from npupack.files import read_inside
 from npupack.layout import is_int
 from npupack.nvdla import Config, SdpOperand, WeightSurfaces, unpack_sdp, unpack_weights
 
-__all__ = ["load_packed", "verify_packed"]
+__all__ = ["load_packed", "verify_packed", "PackedLayers"]
 
 
 def _plain_name(name) -> bool:
@@ -33,8 +34,8 @@ class _Reader:
         self.out = Path(out_dir)
         path = self.out / "manifest.json"
         try:
-            self.manifest = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
+            self.manifest = json.loads(read_inside(self.out, "manifest.json", "out_dir"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"out_dir: {path} is not JSON ({e})") from None
         if not isinstance(self.manifest, dict) or self.manifest.get("format") != "nvdla":
             raise ValueError(f"out_dir: {path} is not a manifest written by npupack pack (format 'nvdla')")
@@ -60,10 +61,9 @@ class _Reader:
             raise ValueError(f"{what}: file {name!r} is not a file name inside the directory")
         if not (is_int(offset) and is_int(size) and 0 <= offset and 0 <= size and isinstance(sha, str)):
             raise ValueError(f"{what}: the manifest gives no valid offset, size and sha256 for {name}")
-        have = (self.out / name).stat().st_size
-        if offset + size > have:  # also keeps offsets past a C long away from np.fromfile
-            raise ValueError(f"{what}: {name} holds {max(have - offset, 0)} of the {size} bytes at offset {offset}")
-        data = np.fromfile(self.out / name, dtype=np.uint8, count=size, offset=offset)
+        # Regular files inside the folder only, opened without blocking: a manifest is data and
+        # must not make the reader follow a link out of the folder or wait on a FIFO.
+        data = np.frombuffer(read_inside(self.out, name, what, offset, size), dtype=np.uint8)
         digest = hashlib.sha256(memoryview(data)).hexdigest()
         if digest != sha:
             raise ValueError(f"{what}: the {size} bytes at offset {offset} of {name} have sha256 {digest}, the "
@@ -92,7 +92,9 @@ class _Reader:
     def surfaces(self, entry: dict):
         """WeightSurfaces of a packed layer entry (a tuple of sets for deconvolution); errors
         name the layer."""
-        label = f"layer {entry.get('name')!r}"
+        label = f"layer {entry.get('key', entry.get('name'))!r}"
+        if "sets" in entry and not (isinstance(entry["sets"], list) and entry["sets"]):
+            raise ValueError(f"{label}: the manifest entry lists no weight sets")
         try:
             sets = tuple(self._one(entry, part, label + (f" set {i}" if "phase" in part else ""))
                          for i, part in enumerate(entry.get("sets", [entry])))
@@ -130,8 +132,10 @@ def load_packed(out_dir) -> dict:
     Returns
     -------
     dict
-        Layer name -> :class:`npupack.nvdla.WeightSurfaces` (deconvolution: the tuple of its
-        stride-phase sets), in manifest order, for the layers with status ``"packed"``. Each
+        A :class:`PackedLayers`: layer key (the manifest's unique ``key``: the layer name, or
+        ``name#2``, ... for repeated names) -> :class:`npupack.nvdla.WeightSurfaces`
+        (deconvolution: the tuple of its stride-phase sets), in manifest order, for the layers
+        with status ``"packed"``; an int looks a layer up by its position in the manifest. Each
         ``weight`` (``wmb``, ``wgs``) is a uint8 array of the surface's ``size`` bytes, read from
         its file at its offset; :func:`npupack.nvdla.unpack_weights` gives the weights back.
 
@@ -141,10 +145,47 @@ def load_packed(out_dir) -> dict:
         ``manifest.json`` or a surface file is missing.
     ValueError
         The manifest is not JSON or not an NVDLA pack manifest; a surface's file name leaves the
-        directory, its file is too short, or its bytes do not have the manifest's sha256.
+        directory or is not a regular file there (a symbolic link, FIFO, device or a file with a
+        second hard link is never read), its file is too short, or its bytes do not have the
+        manifest's sha256.
     """
     reader = _Reader(out_dir)
-    return {e["name"]: reader.surfaces(e) for e in reader.manifest["layers"] if e.get("status") == "packed"}
+    layers = PackedLayers()
+    for index, (key, e) in enumerate(zip(_keys(reader.manifest["layers"]), reader.manifest["layers"])):
+        if e.get("status") == "packed":
+            layers[key] = reader.surfaces(e)
+            layers.indices[index] = key
+    return layers
+
+
+class PackedLayers(dict):
+    """The packed layers of an output folder: layer key -> surfaces, in manifest order; also
+    indexed by the layer's position in the manifest's ``layers`` list (an int). Keys are the
+    manifest's unique ``key`` (the layer name; ``name#2``, ... for repeated names)."""
+
+    def __init__(self):
+        super().__init__()
+        self.indices: dict = {}
+
+    def __getitem__(self, key):
+        if isinstance(key, int) and not isinstance(key, bool):
+            if key not in self.indices:
+                raise KeyError(f"layer {key} of the manifest is not a packed layer")
+            key = self.indices[key]
+        return super().__getitem__(key)
+
+
+def _keys(entries) -> list:
+    """Each entry's unique ``key`` (manifests from before keys: the name, ``name#n`` for repeats)."""
+    seen: dict = {}
+    keys = []
+    for e in entries:
+        key = e.get("key")
+        if not isinstance(key, str):
+            n = seen[e["name"]] = seen.get(e["name"], 0) + 1
+            key = e["name"] if n == 1 else f"{e['name']}#{n}"
+        keys.append(key)
+    return keys
 
 
 def verify_packed(out_dir) -> dict:
@@ -166,8 +207,11 @@ def verify_packed(out_dir) -> dict:
     -------
     dict
         ``{"layers": packed layers checked, "parts": surfaces read, "bytes": bytes read,
-        "problems": ["<layer>: <what is wrong>", ...]}``; no problems means every byte is as
-        written and every layer decodes. A pack-many directory adds ``"models"`` (models
+        "problems": ["<layer>: <what is wrong>", ...], "not_packed": [(status, "<what>: <reason>"),
+        ...]}``; no problems means every byte is as written, every layer decodes and the folder
+        holds no file the manifest does not list. ``not_packed`` is what the manifest itself
+        records as left out (kind "error", "unsupported", or "calibration" for integer operands
+        skipped for lack of a calibration table). A pack-many directory adds ``"models"`` (models
         checked); its problems start with the model's directory name, and a model the summary
         lists as failed is a problem too.
 
@@ -184,6 +228,7 @@ def verify_packed(out_dir) -> dict:
         return _verify_many(out)
     reader = _Reader(out)
     problems, layers = [], 0
+    not_packed = _not_packed(reader.manifest)
     for entry in reader.manifest["layers"]:
         if entry.get("status") != "packed":
             continue
@@ -196,7 +241,7 @@ def verify_packed(out_dir) -> dict:
         try:
             unpack_weights(surfaces, logical=entry["kind"] != "winograd")
         except (ValueError, TypeError) as e:
-            problems.append(f"layer {entry['name']!r} does not unpack: {e}")
+            problems.append(f"layer {entry.get('key', entry['name'])!r} does not unpack: {e}")
     operands = [(e["name"], e["sdp"]) for e in reader.manifest["layers"] + reader.manifest.get("batchnorms", [])
                 if not isinstance(e.get("sdp", {}), dict) or e.get("sdp", {}).get("status") == "packed"]
     for name, sdp in operands:
@@ -215,18 +260,44 @@ def verify_packed(out_dir) -> dict:
             reader.read({**image, "offset": 0, "size": image.get("nbytes")}, "image")
         except (ValueError, OSError) as e:
             problems.append(str(e))
-    return {"layers": layers, "parts": reader.parts, "bytes": reader.bytes, "problems": problems}
+    listed = {"manifest.json"} | _files_named(reader.manifest)
+    if not problems:  # a damaged entry already explains a file it no longer names
+        problems += [f"{p.name}: a file the manifest does not list (stale or foreign)"
+                     for p in sorted(out.iterdir()) if p.name not in listed]
+    return {"layers": layers, "parts": reader.parts, "bytes": reader.bytes, "problems": problems,
+            "not_packed": not_packed}
+
+
+def _files_named(obj) -> set:
+    """Every ``file`` name anywhere in a manifest."""
+    if isinstance(obj, dict):
+        found = {obj["file"]} if isinstance(obj.get("file"), str) else set()
+        for v in obj.values():
+            if isinstance(v, (dict, list)):
+                found |= _files_named(v)
+        return found
+    if isinstance(obj, list):
+        return set().union(*(_files_named(v) for v in obj)) if obj else set()
+    return set()
+
+
+def _not_packed(manifest: dict) -> list:
+    """What the manifest itself says was left out: ``(kind, "<what>: <reason>")`` per layer or
+    operand not packed, kind "error", "unsupported" or "calibration" (:func:`npupack.coverage.coverage`)."""
+    from npupack.coverage import coverage
+
+    return coverage(manifest)["lines"]
 
 
 def _verify_many(out: Path) -> dict:
     """verify_packed of every model directory a pack-many ``summary.json`` lists."""
     try:
-        rows = json.loads((out / "summary.json").read_text())["models"]
+        rows = json.loads(read_inside(out, "summary.json", "out_dir"))["models"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise TypeError("models is not a list of rows")
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
         raise ValueError(f"out_dir: {out / 'summary.json'} is not a pack-many summary ({e})") from None
-    report = {"models": 0, "layers": 0, "parts": 0, "bytes": 0, "problems": []}
+    report = {"models": 0, "layers": 0, "parts": 0, "bytes": 0, "problems": [], "not_packed": []}
     for row in rows:
         name = row.get("dir")
         if not _plain_name(name):
@@ -245,4 +316,5 @@ def _verify_many(out: Path) -> dict:
         for key in ("layers", "parts", "bytes"):
             report[key] += one[key]
         report["problems"] += [f"{name}: {p}" for p in one["problems"]]
+        report["not_packed"] += [(status, f"{name}: {what}") for status, what in one["not_packed"]]
     return report

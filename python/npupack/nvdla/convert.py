@@ -84,7 +84,8 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
     Each block (the whole tensor for ``"per_kernel"``, each slice along ``kernel_axis`` for
     ``"per_filter"``) gets ``scale = fl32(max|w| / qmax)``, ``inv = fl32(1 / scale)`` and
     ``q = clamp(floor(fl32(fl32(w * inv) + 0.5)))``, every step one float32 operation (round
-    half up); an all-zero block gets scale 0 and q = 0. Dequantisation is ``q * scales[k]``.
+    half up); an all-zero block gets scale 0 and q = 0, and so does a block whose scale
+    underflows (``1 / scale`` beyond float32, max|w| around 1e-40). Dequantisation is ``q * scales[k]``.
 
     Parameters
     ----------
@@ -140,6 +141,13 @@ def quantize_weights(w, *, precision: str = "int8", mode: str = "per_kernel", ke
     q = np.empty(blocks.shape, dtype=qdtype)
     block_scales = np.empty(blocks.shape[0], dtype=np.float32)
     (_core.quantize_int8 if precision == "int8" else _core.quantize_int16)(blocks, q, block_scales)
+    # A block whose scale underflows (max|w| near 1e-40: 1/scale is not a float32) is a zero
+    # filter; the formula would give it a dense +-qmax pattern, -qmax-1 included.
+    with np.errstate(divide="ignore", over="ignore"):
+        dead = ~np.isfinite(np.float32(1.0) / block_scales)
+    if dead.any():
+        q[dead] = 0
+        block_scales[dead] = 0
     scales = block_scales if mode == "per_filter" else np.repeat(block_scales, k)
     return np.moveaxis(q.reshape(moved.shape), 0, kernel_axis).copy(), scales
 

@@ -21,6 +21,7 @@ from typing import Optional
 
 import numpy as np
 
+from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim, as_byte_buffer, check_bool, check_out, is_int, little_endian
 from npupack.nvdla.config import NV_FULL, PRECISIONS, Config, check_config
@@ -247,8 +248,11 @@ def _operand(parts, *, use, mode, precision, data_size, config, line_stride=None
     return obj
 
 
+@gate("data")
 def unpack_sdp(operand: SdpOperand, data=None):
     """Read an SDP operand back (docs/nvdla.md §12.2).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -352,11 +356,14 @@ def _check_fields(op: SdpOperand) -> None:
                           f"{size} (docs/nvdla.md §12.2)")
 
 
+@gate("bias", "mul")
 def pack_bias(bias, *, precision: Optional[str] = None, pipeline: Optional[str] = None, mode: str = "per_channel",
               data_size: Optional[int] = None, mul=None,
               config: Config = NV_FULL, line_stride=None, surface_stride=None, rounding: str = "nearest_even",
               saturate: bool = True, out=None) -> SdpOperand:
     """Pack a bias operand (ALU), or a bias + rescale pair with ``mul`` (docs/nvdla.md §12.3).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     Parameters
     ----------
@@ -405,10 +412,13 @@ def pack_bias(bias, *, precision: Optional[str] = None, pipeline: Optional[str] 
                     surface_stride=surface_stride, rounding=rounding, saturate=saturate, out=out)
 
 
+@gate("slope")
 def pack_prelu(slope, *, precision: Optional[str] = None, pipeline: Optional[str] = None,
                data_size: Optional[int] = None, config: Config = NV_FULL,
                rounding: str = "nearest_even", saturate: bool = True, out=None) -> SdpOperand:
     """Pack PReLU slopes (docs/nvdla.md §12.4): always per channel, one MUL component.
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     ``slope`` is ``(C,)`` (integers for int8/int16 pipelines, fitting ``data_size``; any real
     dtype for fp16). Returns an SdpOperand of ``roundup(C, E) * data_size`` bytes. Errors as
@@ -419,11 +429,14 @@ def pack_prelu(slope, *, precision: Optional[str] = None, pipeline: Optional[str
                     saturate=saturate, out=out)
 
 
+@gate("alu", "mul")
 def pack_batchnorm(alu, mul, *, precision: Optional[str] = None, pipeline: Optional[str] = None,
                    mode: str = "per_channel", data_size: Optional[int] = None,
                    config: Config = NV_FULL, rounding: str = "nearest_even", saturate: bool = True,
                    out=None) -> SdpOperand:
     """Pack batch-norm operands as pairs, ALU first (docs/nvdla.md §12.5).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     ``alu`` and ``mul`` are ``(C,)`` (per channel: ``[alu0, mul0, alu1, mul1, ...]``, each
     ``data_size`` bytes, zero-padded to ``roundup(C, E) * 2 * data_size`` bytes) or scalars
@@ -439,11 +452,14 @@ def pack_batchnorm(alu, mul, *, precision: Optional[str] = None, pipeline: Optio
                     saturate=saturate, out=out)
 
 
+@gate("alu", "mul")
 def pack_eltwise(alu=None, mul=None, *, precision: Optional[str] = None, pipeline: Optional[str] = None,
                  data_size: Optional[int] = None, config: Config = NV_FULL,
                  line_stride=None, surface_stride=None, rounding: str = "nearest_even", saturate: bool = True,
                  out=None) -> SdpOperand:
     """Pack element-wise operands, always per element (docs/nvdla.md §12.6).
+
+    An input changed by another thread during the call gives undefined values in the result, never a crash.
 
     ``alu`` and/or ``mul`` are ``(C, H, W)``; both give pairs (ALU first). The default
     ``data_size`` is the element size of ``precision`` (1 for int8): with one component the
@@ -463,16 +479,23 @@ def pack_eltwise(alu=None, mul=None, *, precision: Optional[str] = None, pipelin
 # ---------------------------------------------------------------- nvdla/sw's int16 quantisation
 
 SDP_LEFT_SHIFT_MAX = 16  # nvdla/sw SDP_LEFT_SHIFT_MAX_PLACES
+# The ALU operand's shift register field (BS_ALU_SHIFT_VALUE and its BN / EW twins) has 6 bits.
+# Biases that nvdla/sw's 16 places cannot hold (int16 accumulators are 2^15 times finer than
+# int8 ones) take the larger shifts the hardware has, as the compiler factors bias and scale.
+ALU_SHIFT_MAX = 63
 
 
-def quantize_bias(bias, *, input_scale: float, weight_scales) -> tuple[np.ndarray, int]:
+def quantize_bias(bias, *, input_scale: float, weight_scales,
+                  max_shift: int = SDP_LEFT_SHIFT_MAX) -> tuple[np.ndarray, int]:
     """nvdla/sw's int16 bias for the INT8 pipeline (``scaleBiasToInt16``): bias in units of the
     convolution's accumulator, with one common left shift.
 
     For each output channel ``k``, in float32: ``m[k] = floor(bias[k] / (Si * Sw[k]) + 0.5)``
     (int32); ``bits = ceil(log(max|m|) / log(2)) + 1`` (double, as nvdla/sw);
     ``shift = min(16, max(0, bits - 16))``; ``q[k] = m[k] >> shift`` (arithmetic). The hardware
-    adds ``q << shift``.
+    adds ``q << shift``. With ``max_shift`` above 16 (at most :data:`ALU_SHIFT_MAX`, the ALU's
+    63), rescaled biases beyond nvdla/sw's int32 intermediate (common with int16 weights and
+    activations) take the shift that makes q fit int16.
 
     Parameters
     ----------
@@ -482,6 +505,8 @@ def quantize_bias(bias, *, input_scale: float, weight_scales) -> tuple[np.ndarra
         Si, the input tensor's scale (real = Si * int8).
     weight_scales : float or array_like (K,)
         Sw[k] from :func:`quantize_weights` (per filter), or one value (per kernel).
+    max_shift : int
+        Largest left shift: 16 (nvdla/sw, default) to 63.
 
     Returns
     -------
@@ -491,11 +516,14 @@ def quantize_bias(bias, *, input_scale: float, weight_scales) -> tuple[np.ndarra
     Raises
     ------
     ValueError
-        Non-finite or non-positive scales; a bias whose rescaled value overflows int32.
+        Non-finite or non-positive scales; ``max_shift`` outside 16..63; a rescaled bias that
+        int16 with a shift of at most ``max_shift`` cannot hold (with 16: one beyond int32).
 
     npupack decision: where nvdla/sw's ``bits`` under-counts (max|m| an exact power of two) and
     its int16 cast would wrap, npupack takes the next shift instead, so the values always fit.
     """
+    if isinstance(max_shift, bool) or not is_int(max_shift) or not SDP_LEFT_SHIFT_MAX <= max_shift <= ALU_SHIFT_MAX:
+        raise ValueError(f"max_shift: expected an integer in {SDP_LEFT_SHIFT_MAX}..{ALU_SHIFT_MAX}, got {max_shift!r}")
     b = np.asarray(bias, dtype=np.float32).reshape(-1)
     sw = np.broadcast_to(np.asarray(weight_scales, dtype=np.float32), b.shape)
     si = np.float32(input_scale)
@@ -504,17 +532,22 @@ def quantize_bias(bias, *, input_scale: float, weight_scales) -> tuple[np.ndarra
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = (b / (si * sw)).astype(np.float32)
         m = np.floor((scaled + np.float32(0.5)).astype(np.float32))
-    if not np.isfinite(m).all() or np.abs(m).max(initial=0) >= 2**31:
-        raise ValueError("bias: a rescaled bias bias/(Si*Sw) does not fit int32 (nvdla/sw's intermediate)")
+    ceiling = 2**31 if max_shift == SDP_LEFT_SHIFT_MAX else 2**62
+    if not np.isfinite(m).all() or np.abs(m).max(initial=0) >= ceiling:
+        raise ValueError("bias: a rescaled bias bias/(Si*Sw) does not fit int32 (nvdla/sw's intermediate)"
+                         if max_shift == SDP_LEFT_SHIFT_MAX else
+                         f"bias: a rescaled bias bias/(Si*Sw) of 2^62 or more cannot be an int16 operand with a left "
+                         f"shift of at most {max_shift}")
     m = m.astype(np.int64)
     peak = int(np.abs(m).max(initial=0))
     bits = math.ceil(math.log(peak) / math.log(2)) + 1 if peak else 0
     shift = min(SDP_LEFT_SHIFT_MAX, max(0, bits - 16))
-    while shift < SDP_LEFT_SHIFT_MAX and (m >> shift).max(initial=0) > 32767:
+    limit = SDP_LEFT_SHIFT_MAX if peak < 2**31 else max_shift  # nvdla/sw's range where it has one
+    while shift < limit and ((m >> shift).max(initial=0) > 32767 or (m >> shift).min(initial=0) < -32768):
         shift += 1
     q = m >> shift
     if q.size and (q.min() < -32768 or q.max() > 32767):
-        raise ValueError(f"bias: rescaled values up to {peak} need a left shift above {SDP_LEFT_SHIFT_MAX}")
+        raise ValueError(f"bias: rescaled values up to {peak} need a left shift above {limit}")
     return q.astype(np.int16), shift
 
 
