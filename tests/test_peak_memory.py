@@ -72,14 +72,8 @@ print(json.dumps(dict(before=before, peak=status("VmHWM"), x=x_bytes, y=y_bytes)
 """
 
 
-def _selected(config) -> bool:
-    return "slow" in (config.option.markexpr or "")
-
-
 @pytest.mark.parametrize("name", list(CASES))
-def test_peak_memory_within_two_and_a_half_times_input_and_output(name, request):
-    if not _selected(request.config):
-        pytest.skip("slow: run with -m slow")
+def test_peak_memory_within_two_and_a_half_times_input_and_output(name):
     if "asan" in os.environ.get("LD_PRELOAD", ""):
         pytest.skip("the resident size under AddressSanitizer is its shadow memory")
     if not os.path.exists("/proc/self/clear_refs"):

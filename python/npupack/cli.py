@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     fo = sub.add_parser("formats", help="list every supported format")
     fo.set_defaults(func=_cmd_formats)
 
-    ins = sub.add_parser("inspect", help="list the convolution layers of an ONNX model")
+    ins = sub.add_parser("inspect", help="list the weight-bearing layers of an ONNX model")
     ins.add_argument("model")
     ins.set_defaults(func=_cmd_inspect)
     return p
