@@ -59,6 +59,19 @@ def test_unsupported_layer_exits_3_unless_allow_partial(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_pack_many_with_a_failed_and_a_partial_model_exits_1(tmp_path, capsys):
+    """A failure outranks layers left out: 1, not 3, and not 0 with --allow-partial either."""
+    w3 = np.ones((4, 4, 1, 1, 1), np.float32)
+    partial = save(tmp_path / "p.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], name="vol")],
+                   [numpy_helper.from_array(w3, "w")], x_shape=(1, 4, 2, 2, 2))
+    missing = tmp_path / "missing.onnx"
+    args = ["pack-many", str(partial), str(missing), "-o", str(tmp_path / "o"), "--no-progress"]
+    assert main(args) == 1
+    assert main(args + ["--allow-partial"]) == 1
+    assert main(["pack-many", str(partial), "-o", str(tmp_path / "o2"), "--no-progress"]) == 3
+    capsys.readouterr()
+
+
 def test_failed_layer_exits_1_and_names_node_and_attribute(tmp_path, capsys):
     path = conv_model(tmp_path / "m.onnx", strides=[0, 1])
     assert main(["pack", str(path), "-o", str(tmp_path / "o"), "--no-progress", "--precision", "fp16",

@@ -70,7 +70,7 @@ def _row_status(row: dict, allow_partial: bool) -> int:
 
 def _cmd_pack_many(args) -> int:
     from npupack.bulk import pack_many
-    from npupack.coverage import EXIT_INTERRUPTED
+    from npupack.coverage import EXIT_INTERRUPTED, combined_status
 
     def show(row, write):
         if args.json:
@@ -97,8 +97,8 @@ def _cmd_pack_many(args) -> int:
                         on_result=show, progress=not args.no_progress and not args.json)
     t = summary["totals"]
     rows = summary["models"]
-    status = max((_row_status(r, args.allow_partial) for r in rows if r["status"] not in ("not started",
-                                                                                          "interrupted")), default=0)
+    status = combined_status(_row_status(r, args.allow_partial) for r in rows
+                             if r["status"] not in ("not started", "interrupted"))
     if t.get("interrupted"):
         status = EXIT_INTERRUPTED
     if args.json:

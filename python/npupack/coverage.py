@@ -5,7 +5,7 @@ Shared by ``npupack pack``, ``pack-many`` (one row per model) and ``verify``.
 """
 from __future__ import annotations
 
-__all__ = ["coverage", "exit_status", "describe", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_PARTIAL",
+__all__ = ["coverage", "exit_status", "combined_status", "describe", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_PARTIAL",
            "EXIT_INTERRUPTED"]
 
 #: Everything the options ask for was packed (skipped operands that need --calibration aside).
@@ -78,6 +78,16 @@ def exit_status(cov: dict, allow_partial: bool) -> int:
         return EXIT_FAILED
     if "unsupported" in kinds and not allow_partial:
         return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def combined_status(statuses) -> int:
+    """The exit status of a run of several parts (models of pack-many): EXIT_FAILED when any part
+    failed, whatever else was left out; then EXIT_PARTIAL; else EXIT_OK."""
+    statuses = set(statuses)
+    for status in (EXIT_FAILED, EXIT_PARTIAL):
+        if status in statuses:
+            return status
     return EXIT_OK
 
 
