@@ -19,7 +19,9 @@ def _subcommands(parser):
 def _run(argv):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        main(argv)
+        status = main(argv)
+    if status:  # a picture whose command fails must fail the build, not leave an empty block
+        raise RuntimeError(f"npupack {' '.join(argv)} exited {status}")
     return buf.getvalue().rstrip()
 
 
@@ -43,6 +45,10 @@ PICTURES = [
      ["explain", "nChw16c", "--shape", "1,20,2,2", "--limit", "12"]),
     ("Kneron `1W16C8B` on KL720, (N, C, H, W) = (1, 20, 2, 3)",
      ["explain", "kneron:1W16C8B", "--chip", "kl720", "--shape", "1,20,2,3", "--limit", "12"]),
+    ("NVDLA feature data on nv_small, int8, (N, C, H, W) = (1, 10, 1, 2)",
+     ["explain", "nvdla:feature", "--target", "nv_small", "--shape", "1,10,1,2"]),
+    ("NVDLA DC weights on nv_full, int8, (K, C, R, S) = (2, 3, 2, 2)",
+     ["explain", "nvdla:dc", "--shape", "2,3,2,2"]),
 ]
 with mkdocs_gen_files.open("layouts.md", "w") as f:
     f.write("# Layout pictures\n\nWhere each element of a tensor goes, as `npupack explain` prints it: "

@@ -177,9 +177,18 @@ def _ints(text: str) -> tuple:
 
 
 def _cmd_explain(args) -> int:
-    from npupack.explain import explain_lines, resolve_layout, vendor_explain_lines
+    from npupack.explain import explain_lines, nvdla_explain_lines, resolve_layout, vendor_explain_lines
 
-    if args.format.startswith(("kneron:", "horizon:")):
+    if args.format == "nvdla" or args.format.startswith("nvdla:"):
+        lines = nvdla_explain_lines(args.format, args.shape, precision=args.precision or "int8",
+                                    target=args.target or "nv_full", line_stride=args.line_stride,
+                                    surface_stride=args.surface_stride, batch_stride=args.batch_stride,
+                                    limit=args.limit)
+    elif any(v is not None for v in (args.precision, args.target, args.line_stride, args.surface_stride,
+                                     args.batch_stride)):
+        raise ValueError("--precision, --target, --line-stride, --surface-stride, --batch-stride: only for "
+                         "nvdla:feature and nvdla:dc")
+    elif args.format.startswith(("kneron:", "horizon:")):
         lines = vendor_explain_lines(args.format, args.shape, chip=args.chip, stride=args.stride, dtype=args.dtype,
                                      role=args.role, limit=args.limit)
     else:
@@ -207,8 +216,14 @@ def _cmd_formats(args) -> int:
           ", ".join(m.vendor_name for m in kneron.DataLayout if m.value))
     print("Horizon (npupack.horizon, explain as horizon:NHWC|NCHW): aligned tensors by the X3/X5 rule or the "
           "model's stride, NV12/Y planes")
-    print("NVDLA: feature data (pack_feature); weights (pack_weights) of kind 'dc' (incl. grouped), 'image' "
-          "(all pixel formats, pre-/post-extension), 'winograd', 'deconv'; WMB/WGS compression (compress=)")
+    print("NVDLA (npupack.nvdla; explain as nvdla:feature|nvdla:dc --shape ... [--precision P] [--target T]): "
+          "name, logical shape, verbs")
+    print(f"  {'nvdla:feature':16s} {'N,C,H,W':9s} pack_feature, unpack_feature, feature_strides (nbytes, strides), "
+          "feature_layout (offset_of), explain [--line-stride B --surface-stride B --batch-stride B]")
+    print(f"  {'nvdla:dc':16s} {'K,C,R,S':9s} pack_weights(kind='dc'), unpack_weights, weights_nbytes, "
+          "dc_layout (offset_of), explain")
+    print("  other weight kinds (pack_weights): 'dc' grouped, 'image' (all pixel formats, pre-/post-extension), "
+          "'winograd', 'deconv'; WMB/WGS compression (compress=)")
     print("Generic: any layout text (NCHW16c, OIHW8i16o2i) or oneDNN tag (nChw16c, ABcd8b16a2b) via npupack.pack")
     return 0
 
@@ -282,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("explain", help="print where each element of a layout goes")
     ex.add_argument("format", help="clDNN format name (b_fs_yx_fsv16), layout text (NCHW16c), oneDNN tag, "
-                    "kneron:<layout> (with --chip) or horizon:NHWC|NCHW")
+                    "kneron:<layout> (with --chip), horizon:NHWC|NCHW, nvdla:feature (--shape N,C,H,W) or "
+                    "nvdla:dc (--shape K,C,R,S)")
     ex.add_argument("--shape", type=_ints, required=True, help="logical shape, e.g. 2,2,2,2")
     ex.add_argument("--pad-lo", type=_ints, default=None, help="lower padding per dim")
     ex.add_argument("--pad-hi", type=_ints, default=None, help="upper padding per dim")
@@ -293,6 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--dtype", default="int8",
                     help="Horizon element type: hbDNNDataType name (S8, U8, F16, ...) or NumPy dtype (default int8)")
     ex.add_argument("--role", default="input", choices=["input", "output"], help="Horizon tensor role")
+    ex.add_argument("--precision", default=None, choices=["int8", "int16", "fp16"],
+                    help="NVDLA element precision (default int8)")
+    ex.add_argument("--target", default=None, help="NVDLA configuration: nv_full (default), nv_small, ...")
+    ex.add_argument("--line-stride", type=int, default=None, help="NVDLA feature line stride, bytes")
+    ex.add_argument("--surface-stride", type=int, default=None, help="NVDLA feature surface stride, bytes")
+    ex.add_argument("--batch-stride", type=int, default=None, help="NVDLA feature batch stride, bytes")
     ex.set_defaults(func=_cmd_explain)
 
     fo = sub.add_parser("formats", help="list every supported format")

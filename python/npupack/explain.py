@@ -10,12 +10,14 @@ from npupack.errors import LayoutError, UnsupportedError
 from npupack.grammar import Layout
 from npupack.layout import BlockedLayout
 
-__all__ = ["resolve_layout", "explain_lines", "explain_strided_lines", "vendor_explain_lines"]
+__all__ = ["resolve_layout", "explain_lines", "explain_strided_lines", "vendor_explain_lines", "nvdla_explain_lines"]
 
 
 def resolve_layout(fmt: str) -> Layout:
     """A format argument of the command line: a clDNN format name, a layout text (``NCHW16c``)
-    or a oneDNN tag (``nChw16c``, ``ABcd8b16a2b``), tried in that order."""
+    or a oneDNN tag (``nChw16c``, ``ABcd8b16a2b``), tried in that order. Raises
+    UnsupportedError for a left-out clDNN format (docs/openvino.md §6), LayoutError for text none
+    of them reads, listing the closest clDNN names and each reader's complaint."""
     from npupack import openvino
 
     errors = []
@@ -26,7 +28,9 @@ def resolve_layout(fmt: str) -> Layout:
             raise
         except LayoutError as e:
             errors.append(str(e).splitlines()[0])
-    raise LayoutError(f"format {fmt!r} is not a clDNN format name, a layout text or a oneDNN tag:\n  " +
+    close = openvino._closest_names(fmt) if isinstance(fmt, str) else []
+    hint = f"; closest names: {', '.join(close)}" if close else ""
+    raise LayoutError(f"format {fmt!r} is not a clDNN format name, a layout text or a oneDNN tag{hint}:\n  " +
                       "\n  ".join(errors))
 
 
@@ -170,3 +174,66 @@ def vendor_explain_lines(fmt: str, shape, *, chip=None, stride=None, dtype="int8
         yield from explain_strided_lines(horizon._descriptor(valid, st, dt), list(layout), valid, limit)
         return
     raise LayoutError(f"format {fmt!r}: expected kneron:<layout> or horizon:<NHWC|NCHW>")
+
+
+NVDLA_FORMATS = ("nvdla:feature", "nvdla:dc")
+
+
+def nvdla_explain_lines(fmt: str, shape, *, precision: str = "int8", target: str = "nv_full", line_stride=None,
+                        surface_stride=None, batch_stride=None, limit=None) -> Iterator[str]:
+    """Where each element of an NVDLA surface goes: one header line, then one line per
+    element-sized slot (``i`` counts slots of ``es`` bytes: byte offset ``i * es``).
+
+    ``nvdla:feature``: ``shape`` (N, C, H, W) or (C, H, W), elements; strides in bytes, each
+    omitted one derived (docs/nvdla.md §3.2); the slots are the descriptor of docs/nvdla.md §3.6.
+    ``nvdla:dc``: ``shape`` (K, C, R, S) of dense DC weights (docs/nvdla.md §6.1); the slots are
+    the meaningful bytes, followed by one line for the zero tail up to the surface size
+    (docs/nvdla.md §5.3). ``precision`` is int8, int16 or fp16; ``target`` an NVDLA preset name
+    (nv_full, nv_small, ...; docs/nvdla.md §1.2).
+
+    Raises LayoutError for an unknown format (naming the NVDLA formats), a bad shape or stride
+    (as ``feature_strides`` / ``dc_layout``), strides given for ``nvdla:dc``; ValueError for an
+    unknown precision or target; UnsupportedError for a precision the target lacks."""
+    from npupack.nvdla import Config, dc_layout, feature_layout, feature_strides
+    from npupack.nvdla.weights import weights_nbytes
+
+    try:
+        config = Config.named(target)
+    except ValueError as e:  # the preset lookup names its own argument "name"
+        raise ValueError(str(e).replace("name:", "target:", 1)) from None
+    config.require_precision(precision)
+    if fmt == "nvdla:feature":
+        st = feature_strides(shape, precision, config, line_stride=line_stride, surface_stride=surface_stride,
+                             batch_stride=batch_stride)
+        desc = feature_layout(shape, precision, config, line_stride=st.line_stride,
+                              surface_stride=st.surface_stride, batch_stride=st.batch_stride)
+        names = ["N", "C", "H", "W"] if len(tuple(shape)) == 4 else ["C", "H", "W"]
+        dims = tuple(d.extent for d in desc.dims)[4 - len(names):]
+        a = config.atom_elements(precision)
+        yield (f"nvdla:feature {precision} on {config.name}: atom {config.atom_bytes} bytes = {a} channels, "
+               f"{st.surfaces} surface(s); line_stride {st.line_stride}, surface_stride {st.surface_stride}, "
+               f"batch_stride {st.batch_stride} bytes; {st.nbytes} bytes (docs/nvdla.md §3.2)")
+        if len(names) == 3:  # the descriptor is 4-D (N = 1); show the caller's 3-D index
+            lines = explain_strided_lines(desc, ["N"] + names, (1,) + dims, limit)
+            yield from (line.replace("[N=0; ", "[").replace("[N:1; ", "[") for line in lines)
+        else:
+            yield from explain_strided_lines(desc, names, dims, limit)
+        return
+    if fmt == "nvdla:dc":
+        if line_stride is not None or surface_stride is not None or batch_stride is not None:
+            raise LayoutError("line_stride, surface_stride, batch_stride: only nvdla:feature has strides "
+                              "(docs/nvdla.md §3.2)")
+        desc = dc_layout(shape, precision, config)
+        surface = weights_nbytes(shape, precision=precision, config=config, kind="dc")
+        yield (f"nvdla:dc {precision} on {config.name}: kernel groups of {config.kernels_per_group(precision)} "
+               f"kernels, channel blocks of {config.channels_per_block} channels (last ones ragged); "
+               f"{desc.nbytes} meaningful bytes, surface {surface} bytes (docs/nvdla.md §6.1)")
+        yield from explain_strided_lines(desc, ["K", "C", "R", "S"], tuple(d.extent for d in desc.dims), limit)
+        if surface > desc.nbytes and limit is None:
+            yield f"bytes {desc.nbytes} to {surface - 1} => zero tail (docs/nvdla.md §5.3);"
+        return
+    import difflib
+
+    close = difflib.get_close_matches(fmt, NVDLA_FORMATS, n=2, cutoff=0.3)
+    raise LayoutError(f"format {fmt!r}: unknown NVDLA format; the NVDLA formats are {', '.join(NVDLA_FORMATS)}"
+                      + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))

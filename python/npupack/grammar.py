@@ -16,6 +16,7 @@ Offsets follow docs/openvino.md §3.2 (padding before blocking, mixed-radix digi
 """
 from __future__ import annotations
 
+import difflib
 import operator
 import re
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ MAX_TILE = 2**31  # tile sizes at or above this are rejected when parsing
 _MAX_DIMS = 12  # oneDNN's DNNL_MAX_NDIMS
 _DATA_ORDER = "NCDHW"
 _WEIGHT_ORDER = "GOIDHW"
+# Named oneDNN tags offered as suggestions for a refused text (the table's abc tags are added).
+_ONEDNN_ALIASES = ("nchw", "nhwc", "nChw8c", "nChw16c", "nCdhw8c", "nCdhw16c", "oihw", "hwio", "OIhw8i8o",
+                   "OIhw16i16o", "OIhw8i16o2i", "OIhw4i16o4i", "gOIhw16i16o", "Goihw16g")
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,26 @@ class Tile:
 
 
 def _syntax_error(text: str, pos: int, rule: str) -> LayoutError:
-    return LayoutError(f"layout {text!r}: {rule} (at character {pos + 1})\n  {text}\n  {' ' * pos}^")
+    return LayoutError(f"layout {text!r}: {rule} (at character {pos + 1}){_name_hint(text)}\n  {text}\n  "
+                       f"{' ' * pos}^")
+
+
+def _name_hint(text: str) -> str:
+    """Where a text the grammar refuses was probably meant to go: an OpenVINO (clDNN) format name
+    (docs/openvino.md §5) belongs to npupack.openvino; a near miss of a name or of a oneDNN tag
+    of that table gets the closest ones. Empty when nothing is close."""
+    from npupack import openvino  # late: openvino builds its layouts with this module
+
+    names = {f.name for f in openvino.formats()}
+    if text in names:
+        return (f"; {text!r} is an OpenVINO format name, not a layout text: use "
+                f"npupack.openvino.pack(x, {text!r}) (docs/openvino.md §5)")
+    tags = sorted({f.onednn for f in openvino.formats() if f.onednn} | set(_ONEDNN_ALIASES))
+    names = openvino._closest_names(text, 3)
+    tags = difflib.get_close_matches(text, tags, n=3)
+    close = ([f"the OpenVINO names {', '.join(map(repr, names))} (npupack.openvino)"] if names else []) + \
+        ([f"the oneDNN tags {', '.join(map(repr, tags))}"] if tags else [])
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 @dataclass(frozen=True)

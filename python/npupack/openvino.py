@@ -26,7 +26,7 @@ from npupack.layout import check_bool, check_dims, check_int
 from npupack.openvino_table import LEFT_OUT, ROWS
 
 __all__ = ["FormatInfo", "formats", "parse_format", "parse_name", "layout", "nbytes", "packed_shape",
-           "offset_of", "pack", "unpack", "to_onednn"]
+           "offset_of", "pack", "unpack", "to_onednn", "older_names"]
 
 _DIMS = "bfoigvuwzyx"
 _SPATIAL = "vuwzyx"  # outer to inner
@@ -143,21 +143,66 @@ def parse_name(name: str) -> Layout:
     return Layout(logical, tuple(outer), tuple(tiles), tuple(align), name)
 
 
+# The older and kernel-selector-only names of docs/openvino.md §6, read by the grammar. Only these
+# (and their zyx and g_ variants) are accepted beside the table: any other name the grammar could
+# read is far more likely a typo ("b_fs_yx_fsv61") than a format, so it is refused with suggestions.
+_OLDER_BASE = ("is_os_yx_isa8_osv8_isv2", "is_os_yx_isa8_osv8_isv4", "os_is_yx_isa8_osv8_isv2",
+               "os_is_yx_osa4_isa8_osv8_isv2", "os_is_yx_osa2_isa8_osv8_isv2", "is_os_yx_isa2_osa8_isv8_osv2",
+               "is_os_yx_isa4_osa8_isv8_osv4", "is_os_yx_osa8_isv16_osv4")
+
+
+@lru_cache(maxsize=None)
+def older_names() -> tuple:
+    """The older and kernel-selector-only names ``parse_format`` accepts beside the table
+    (docs/openvino.md §6): the listed names, their ``zyx`` and ``g_`` variants and
+    ``os_i_yxs_osv4_yxsv4``. They are not in :func:`formats`."""
+    names = []
+    for base in _OLDER_BASE:
+        for n in (base, base.replace("_yx_", "_zyx_")):
+            names += [n, "g_" + n]
+    return tuple(n for n in dict.fromkeys(names + ["os_i_yxs_osv4_yxsv4"]) if n not in _table())
+
+
+def _closest_names(name: str, n: int = 5) -> list:
+    """Up to ``n`` names of :func:`formats` closest to ``name`` (difflib ratio >= 0.6), best first."""
+    import difflib
+
+    return difflib.get_close_matches(name, list(_table()), n=n)
+
+
+def _unknown_format_error(name: str) -> LayoutError:
+    """The LayoutError for a name that is neither in the table (docs/openvino.md §5) nor an older
+    name (docs/openvino.md §6), listing the closest known names."""
+    close = _closest_names(name)
+    hint = f"did you mean {', '.join(map(repr, close))}?" if close else "no known name is close"
+    return LayoutError(f"format {name!r}: unknown clDNN format (not in docs/openvino.md §5 nor an older name of "
+                       f"docs/openvino.md §6); {hint} (all names: npupack.openvino.formats(), `npupack formats`)")
+
+
 def parse_format(name: str) -> Layout:
-    """The layout of a format name: the table first (section 5), then the grammar (older and
-    kernel-selector names such as ``is_os_yx_isa8_osv8_isv2``). Left-out formats raise
-    UnsupportedError quoting the reason; unknown names LayoutError."""
+    """The layout of a format name: the table (docs/openvino.md §5), or one of the older and
+    kernel-selector names of docs/openvino.md §6 (:func:`older_names`, such as
+    ``is_os_yx_isa8_osv8_isv2``) read by the grammar of docs/openvino.md §3.1. Raises
+    UnsupportedError quoting the reason for a left-out format and for a ``_swizzled_by_`` name
+    outside the table (with the closest names), LayoutError naming the closest
+    known names for any other name (a typo such as ``b_fs_yx_fsv61`` or ``bfyx_fsv16`` is refused,
+    never read by the grammar), TypeError when ``name`` is not a str."""
+    if not isinstance(name, str):
+        raise TypeError(f"name: expected a str, got {type(name).__name__}")
     entry = _table().get(name)
     if entry is not None:
         info = entry[1]
         if not info.supported:
             raise UnsupportedError(f"format {name!r} is not supported: {info.reason} (docs/openvino.md §6)")
         return info.layout
-    try:
+    if name in older_names():
         return parse_name(name)
-    except LayoutError:
-        raise LayoutError(f"format {name!r}: unknown clDNN format (not in docs/openvino.md §5 and not "
-                          "readable by the grammar of 3.1); see npupack.openvino.formats()") from None
+    if "_swizzled_by_" in name:  # docs/openvino.md §3.1: a rule the grammar cannot give, not a typo
+        close = _closest_names(name)
+        raise UnsupportedError(f"format {name!r}: swizzled formats are defined only by the table of docs/openvino.md "
+                               "§5, not by the grammar" + (f"; did you mean {', '.join(map(repr, close))}?"
+                                                            if close else ""))
+    raise _unknown_format_error(name)
 
 
 layout = parse_format
