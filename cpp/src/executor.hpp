@@ -88,10 +88,12 @@ class Executor {
       for (int64_t i = 0; i < eb_; ++i) pad_[static_cast<size_t>(i)] = pad[i % L.elem_bytes()];
     }
     transpose_ = move_transpose_partner();
-    if (transpose_ && !L.ragged()) group_transpose_columns();
-    if (transpose_ && !L.ragged() && group_ < 2) group_transpose_rows();
-    tiles_ = plan_tile_blocks();
-    nest_ = plan_tiled_nest();
+    // The column grouping, the row tables and the tiled plans run x over its whole extent.
+    const bool whole_x = transpose_ && loops_[loops_.size() - 2].exact;
+    if (whole_x && !L.ragged()) group_transpose_columns();
+    if (whole_x && !L.ragged() && group_ < 2) group_transpose_rows();
+    tiles_ = whole_x && plan_tile_blocks();
+    nest_ = whole_x ? plan_tiled_nest() : loops_.size();
     prefetch_slabs_ = to_packed_ && outer_slabs(true) && c_contiguous(logical_strides);
     // Outputs this large do not stay in the caches for a reader anyway.
     stream_ = to_packed_ && L.nbytes() >= kStreamTransposeBytes;
@@ -217,7 +219,11 @@ class Executor {
     const Loop& inner = loops_.back();
     if (inner.lstep == eb_ || L_.axes()[inner.axis].stride != eb_) return false;
     for (size_t m = n - 1; m-- > 0;) {
-      if (loops_[m].exact && loops_[m].lstep == eb_) {
+      // A partner padded only at the end (os_is_yx_isv16_osv16 with I % 16 != 0: i%16 of the
+      // last block) transposes its valid columns, range(x) starting at 0; the columns past them
+      // are holes, which the fill pass writes (fills_holes needs every loop but `in` exact).
+      const auto& d = L_.dims()[loops_[m].dim];
+      if ((loops_[m].exact || (!d.ragged && d.pad_lo == 0)) && loops_[m].lstep == eb_) {
         Loop partner = loops_[m];
         loops_.erase(loops_.begin() + static_cast<std::ptrdiff_t>(m));
         loops_.insert(loops_.end() - 1, partner);
@@ -575,7 +581,7 @@ class Executor {
     Range rx = range(x);
     const int64_t psx = pstride(x);
     if (transpose_) {
-      // x is contiguous on the logical side, `in` on the packed side; x is exact (rx starts at 0).
+      // x is contiguous on the logical side, `in` on the packed side; rx starts at 0.
       if (!row_off_.empty()) {  // every loop of the rows is exact
         const int64_t rows = static_cast<int64_t>(row_off_.size());
         if (to_packed_) transpose_from_rows(lin_ + loff, row_off_.data(), pout_ + poff, psx, rows, x.extent, eb_);
@@ -674,31 +680,49 @@ class Executor {
     if (!plain_pair()) return false;
     const Loop& x = loops_[loops_.size() - 2];
     const Loop& in = loops_.back();
-    // b's own digit must not move the ranges of x and in (two levels of one padded dim).
-    if (!b.exact && (b.dim == x.dim || b.dim == in.dim)) return false;
+    // b the outer count of x's dim, padded at the end only (os_is_yx_isv16_osv16 with I % 16 != 0):
+    // every step of b but the last holds whole x blocks; those are batched, the last is run alone.
+    const auto& xd = L_.dims()[x.dim];
+    const bool x_tail = !x.exact && b.dim == x.dim && b.dim != in.dim && !L_.ragged() && xd.pad_lo == 0 &&
+                        b.lstep == x.extent * x.lstep;
+    // Otherwise b's own digit must not move the ranges of x and in (two levels of one padded dim).
+    if (!x_tail && !b.exact && (b.dim == x.dim || b.dim == in.dim)) return false;
     if (L_.ragged() && !b.exact && L_.axes()[b.axis].level == 0) return false;
-    const Range rin = range(in), rx = range(x), rb = range(b);
-    if (rb.n() < 2 || (to_packed_ && !L_.ragged() && rin.n() < in.extent - rin.lo)) return false;
+    const Range rin = range(in), rb = range(b);
+    const Range rx = x_tail ? Range{0, x.extent} : range(x);
+    // b's steps that hold whole blocks of x: all of them unless x_tail.
+    const int64_t nb = x_tail ? std::max<int64_t>(0, std::min(rb.hi, (xd.extent - base_[x.dim]) / b.weight) - rb.lo)
+                              : rb.n();
+    if (nb < 2 || (to_packed_ && !L_.ragged() && rin.n() < in.extent - rin.lo)) return false;
     const int64_t psb = pstride(b), psx = pstride(x);
+    if (nb < rb.n()) {  // the short last blocks of x, as rec would run them, after the batch
+      const int64_t saved = base_[b.dim];
+      for (int64_t i = rb.lo + nb; i < rb.hi; ++i) {
+        enter(b, i, saved);
+        inner_pair(loff + i * b.lstep, poff + i * psb);
+      }
+      base_[b.dim] = saved;
+      idx_[b.axis] = 0;
+    }
     loff += rin.lo * in.lstep + rb.lo * b.lstep;
     poff += rin.lo * eb_ + rb.lo * psb;
     if (to_packed_ && stream_) {
-      for (int64_t i = 0; i < rb.n(); ++i) {
+      for (int64_t i = 0; i < nb; ++i) {
         transpose_stream(lin_ + loff + i * b.lstep, in.lstep, pout_ + poff + i * psb, psx, rin.n(), rx.n(), eb_);
       }
     } else if (to_packed_) {
       const char* ahead = pf_hi_ > pf_lo_ ? lin_ + pf_lo_ : nullptr;
       // fp16 into the packed side (watch_fp16): the 3x3 kernel tests what it moves.
       if (watch_ && record_watch(transpose_batch_finite16(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb,
-                                                          rin.n(), rx.n(), rb.n(), ahead, pf_hi_ - pf_lo_),
-                                 rb.n() * rin.n() * rx.n() * eb_)) {
+                                                          rin.n(), rx.n(), nb, ahead, pf_hi_ - pf_lo_),
+                                 nb * rin.n() * rx.n() * eb_)) {
         pf_lo_ = pf_hi_ = 0;
-      } else if (transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), rb.n(), eb_,
+      } else if (transpose_batch(lin_ + loff, in.lstep, b.lstep, pout_ + poff, psx, psb, rin.n(), rx.n(), nb, eb_,
                                  ahead, pf_hi_ - pf_lo_)) {
         pf_lo_ = pf_hi_ = 0;
       }
     } else {
-      transpose_batch(pin_ + poff, psx, psb, lout_ + loff, in.lstep, b.lstep, rx.n(), rin.n(), rb.n(), eb_);
+      transpose_batch(pin_ + poff, psx, psb, lout_ + loff, in.lstep, b.lstep, rx.n(), rin.n(), nb, eb_);
     }
     return true;
   }
