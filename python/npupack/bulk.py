@@ -1,4 +1,5 @@
-"""Bulk preparation: pack many models, one output directory each, with a top-level summary.
+"""Bulk preparation: pack many models, one output directory each, with a top-level summary
+(docs/design.md §5.7).
 
 * Resumable: a model whose directory holds a manifest for the same file and external-data files
   (sha256, taken before packing) and the same options, every surface intact, is skipped.

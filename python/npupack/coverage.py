@@ -1,7 +1,8 @@
 """What a pack run covered, from its manifest: layers counted by operator type and status,
 SDP operands by status, and the exit status of the command line that follows from them.
 
-Shared by ``npupack pack``, ``pack-many`` (one row per model) and ``verify``.
+Shared by ``npupack pack``, ``pack-many`` (one row per model) and ``verify`` (docs/design.md §5.8; the
+manifest fields it reads: docs/manifest.md §3).
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Where each element of a layout goes, printed the way the OpenVINO wiki does it:
-``i = 16 => [b=0; f=0; y=0; x=1] == [b=0; fs=0; y=0; x=1; fsv=0]``."""
+``i = 16 => [b=0; f=0; y=0; x=1] == [b=0; fs=0; y=0; x=1; fsv=0]`` (docs/openvino.md §10.1; NVDLA
+addresses: docs/nvdla.md §3.1, §6.1)."""
 from __future__ import annotations
 
 from typing import Iterator

@@ -1,5 +1,5 @@
 """File helpers shared by the command-line jobs: atomic writes, checksums, reading only regular
-files inside a folder, and output folders that are swapped in whole."""
+files inside a folder, and output folders that are swapped in whole (docs/design.md §6.4)."""
 from __future__ import annotations
 
 import ctypes

@@ -1,5 +1,6 @@
 """Walking an ONNX graph for :mod:`npupack.model`: every node, the nodes of ``If`` / ``Loop`` /
-``Scan`` bodies included, and the value of any tensor that only constants produce.
+``Scan`` bodies included, and the value of any tensor that only constants produce (which nodes
+become layers: docs/manifest.md §3.1).
 
 A tensor is constant when it is an initializer, or the output of a deterministic node of the
 default domain whose inputs are all constant (``Constant`` has none). Its value is computed by
