@@ -191,9 +191,10 @@ def decompress(precision):
         shape, stream, group = _sparse_stream(rng, target, precision)
         data, wmb, _ = compress_weights(stream, precision=precision, kernel_group_elements=group)
         n = stream.size // {"int8": 1, "fp16": 2}[precision]
+        buf = out[:stream.size]
         return Point(shape, np.int8 if precision == "int8" else np.float16, stream.size,
-                     lambda: decompress_weights(data, wmb, precision=precision, n_elements=n),
-                     data.nbytes + wmb.nbytes, result_bytes=stream.size)
+                     lambda: decompress_weights(data, wmb, precision=precision, n_elements=n, out=buf),
+                     data.nbytes + wmb.nbytes)
     return make
 
 

@@ -24,6 +24,11 @@ def check_against_reference(stream: np.ndarray, precision: str, group: int):
     back = decompress_weights(data, wmb, precision=precision, n_elements=raw.size // ES[precision], wgs=wgs,
                               kernel_group_elements=group)
     assert back.view(np.uint8).tobytes() == raw.tobytes()
+    # Decompressed into a caller's buffer with room to spare: the same elements, nothing past them.
+    dst = np.full(raw.size + 16, 0xEE, np.uint8)
+    into = decompress_weights(data, wmb, precision=precision, n_elements=raw.size // ES[precision], out=dst)
+    assert (raw.size == 0 or np.shares_memory(into, dst)) and into.dtype == DTYPE[precision]
+    assert dst[:raw.size].tobytes() == raw.tobytes() and (dst[raw.size:] == 0xEE).all()
     report = analyze_sparsity(stream, precision=precision, kernel_group_elements=group)
     assert (report.data_bytes, report.wmb_bytes, report.wgs_bytes) == (data.size, wmb.size, wgs.size)
     # Into a caller's buffer with room to spare: the same surfaces, nothing written past DATA.
@@ -459,3 +464,16 @@ def test_wgs_entries_use_all_four_bytes():
     stream = np.ones(n, np.uint16).view(np.uint8)
     _, _, wgs = compress_weights(stream, precision="fp16", kernel_group_elements=n)
     assert wgs[:4].view("<u4")[0] == 2 * n == 0x01000002
+
+
+def test_decompress_out_refused():
+    data, wmb, _ = compress_weights(np.arange(-50, 50, dtype=np.int16), precision="int16", kernel_group_elements=100)
+    with pytest.raises(LayoutError, match="out: holds 199 bytes, 200"):
+        decompress_weights(data, wmb, precision="int16", n_elements=100, out=np.zeros(199, np.uint8))
+    with pytest.raises(TypeError, match="out: expected dtype uint8"):
+        decompress_weights(data, wmb, precision="int16", n_elements=100, out=np.zeros(100, np.int16))
+    with pytest.raises(LayoutError, match="out"):
+        decompress_weights(data, wmb, precision="int16", n_elements=100, out=np.zeros(400, np.uint8)[::2])
+    both = np.concatenate([data, np.zeros(200, np.uint8)])
+    with pytest.raises(ValueError, match="out"):  # out overlapping DATA: refused before anything is written
+        decompress_weights(both[:data.size], wmb, precision="int16", n_elements=100, out=both)

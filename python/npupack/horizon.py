@@ -233,7 +233,24 @@ class TensorProperties:
     quantize_axis: Optional[int] = None
 
 
+def _plain_ints(v) -> bool:
+    return v is None or (type(v) is tuple and all(type(e) is int for e in v))
+
+
 def _byte_strides(valid_shape, es, stride, aligned):
+    # The same tensor is padded or stripped on every inference: its checks are cached, but only
+    # for plain int tuples (a float 32.0 hashes like 32 and must still be refused).
+    if _plain_ints(valid_shape) and _plain_ints(stride) and _plain_ints(aligned):
+        return _checked_strides(valid_shape, es, stride, aligned)
+    return _check_strides(valid_shape, es, stride, aligned)
+
+
+@lru_cache(maxsize=1024)
+def _checked_strides(valid_shape, es, stride, aligned):
+    return _check_strides(valid_shape, es, stride, aligned)
+
+
+def _check_strides(valid_shape, es, stride, aligned):
     valid = check_dims(valid_shape, "valid_shape")
     if stride is not None:
         st = tuple(check_int(v, "stride") for v in stride)

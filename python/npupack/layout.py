@@ -215,6 +215,8 @@ def check_dims(shape, name: str, note: str = "", minimum: int = 1) -> tuple[int,
     shape, because the caches and checks would each read it and see different values.
     LayoutError for a value below ``minimum``; ``note`` ends that message (a spec reference).
     The rank is the caller's to check."""
+    if type(shape) is tuple and all(type(v) is int and v >= minimum for v in shape):
+        return shape  # the common case, checked without the general path's per-value calls
     if isinstance(shape, np.ndarray):
         sequence = shape.ndim == 1
     else:  # text is a Sequence too, but of characters
@@ -241,7 +243,10 @@ def cache_safe(value, name: str, minimum: int = 1):
 
 def is_int(v) -> bool:
     """True for a Python or NumPy integer, False for a bool (not a count) and everything else."""
-    return not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, np.integer))
+    t = type(v)
+    if t is int:
+        return True
+    return t is not bool and t is not np.bool_ and isinstance(v, (int, np.integer))
 
 
 def check_int(value, name: str) -> int:

@@ -265,7 +265,8 @@ def compress_weights(stream, *, precision: str, kernel_group_elements: int, out=
 
 
 @gate("data", "wmb", "wgs")
-def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, kernel_group_elements=None):
+def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, kernel_group_elements=None,
+                       out=None):
     """Expand compressed weights back to the uncompressed element stream (docs/nvdla.md §11.1).
 
     An input changed by another thread during the call gives undefined values in the result, never a crash.
@@ -285,19 +286,26 @@ def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, 
         The WGS surface, to verify.
     kernel_group_elements : int, optional
         Needed with ``wgs``.
+    out : numpy.ndarray of uint8, optional
+        A caller's buffer of at least ``n_elements * es`` bytes (writable, C-contiguous, not
+        sharing memory with the inputs) to expand into, instead of a new array: repeated
+        decompression of large surfaces then writes straight into memory the caller keeps.
 
     Returns
     -------
     numpy.ndarray
-        int8, int16 or float16 of shape ``(n_elements,)``.
+        int8, int16 or float16 of shape ``(n_elements,)`` (``n_elements * es`` bytes): a view of
+        the first bytes of ``out`` when given.
 
     Raises
     ------
     LayoutError
         The WMB holds fewer than ``n_elements`` bits; DATA is shorter than the mask says; a WGS
-        entry disagrees with the mask (or WGS is too short).
+        entry disagrees with the mask (or WGS is too short); ``out`` too small, read-only, not
+        C-contiguous or sharing memory with an input.
     TypeError
-        A surface that is not bytes / uint8; ``wgs`` without ``kernel_group_elements``.
+        A surface that is not bytes / uint8; ``wgs`` without ``kernel_group_elements``; ``out``
+        not a uint8 numpy array.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
@@ -323,9 +331,9 @@ def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, 
             g = int(bad[0])
             raise LayoutError(f"wgs: kernel group {g} says {int(entries[g])} bytes, the WMB marks "
                               f"{int(counts[g]) * es} (corrupted compressed weights)")
-    out = np.empty(n * es, dtype=np.uint8)
-    _core.sparse_decompress(data, wmb, n, es, out)
-    return out.view(_TARGET_DTYPE[precision])
+    buf = np.empty(n * es, dtype=np.uint8) if out is None else check_out(out, n * es)[:n * es]
+    _core.sparse_decompress(data, wmb, n, es, buf)
+    return buf.view(_TARGET_DTYPE[precision])
 
 
 def _raw(a, name: str) -> np.ndarray:
