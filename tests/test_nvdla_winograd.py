@@ -163,6 +163,25 @@ def test_integer_rounding_modes_and_saturation(precision, rounding):
         assert np.array_equal(ws.weight, expected(w, precision, rounding=rounding, scale=scale)[0])
 
 
+@pytest.mark.parametrize("rounding", ["nearest_even", "nearest_away", "truncate"])
+@pytest.mark.parametrize("precision", ["int8", "int16"])
+def test_integer_weights_many_cube_rows(precision, rounding):
+    """Full-range integers (ties of t = q / 4 included) over several kernel groups (odd and even
+    kernel counts), channel blocks and channel padding, at scale 1, where integer weights are
+    transformed in integer arithmetic, and at another scale, against the float64 reference."""
+    rng = np.random.default_rng(23)
+    info = np.iinfo(DTYPE[precision])
+    kpg, atom = NV_FULL.kernels_per_group(precision), NV_FULL.atom_elements(precision)
+    for K, C in [(2 * kpg + 3, atom + 12), (kpg, 2 * atom), (5, 7)]:
+        w = rng.integers(info.min, info.max, size=(K, C, 3, 3), endpoint=True).astype(DTYPE[precision])
+        c_pad = -(-C // atom) * atom
+        g = np.pad(w.astype(np.float64), ((0, 0), (0, c_pad - C), (0, 0), (0, 0)))
+        for scale in (1.0, 0.75):
+            T = ref.winograd_round(ref.winograd_transform(g), precision, rounding=rounding, scale=scale)
+            ws = pack_weights(w, kind="winograd", rounding=rounding, scale=scale)
+            assert np.array_equal(ws.weight, ref.winograd_map(T, kpg, 128)), (K, C, scale)
+
+
 @pytest.mark.parametrize("rounding, saturate", [("nearest_even", True), ("nearest_away", False)])
 def test_fp16_from_float32_and_overflow(rounding, saturate):
     rng = np.random.default_rng(11)

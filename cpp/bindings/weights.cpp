@@ -1,5 +1,6 @@
-// Bindings of the NVDLA weight passes that are not affine layouts: the Winograd transform and
-// sparse compression (module npupack._core). Sizes are checked here with the GIL held.
+// Bindings of the NVDLA weight passes that are not affine layouts: grouped DC weights, the
+// Winograd transform (written where the Winograd descriptor places each cube) and sparse
+// compression (module npupack._core). Sizes are checked here with the GIL held.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -9,6 +10,7 @@
 
 #include "npupack/errors.hpp"
 #include "npupack/grouped.hpp"
+#include "npupack/layout.hpp"
 #include "npupack/sparse.hpp"
 #include "npupack/winograd.hpp"
 #include "numeric.hpp"
@@ -109,7 +111,8 @@ void bind_weights(py::module_& m) {
       "Grouped DC weights into a zeroed surface without densifying (docs/nvdla.md §6.1, 7.1)");
   m.def(
       "winograd_pack",
-      [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg, int target,
+      [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg,
+         const npupack::BlockedLayout& full, int target,
          int int_rounding, bool fp16_nearest_away, bool saturate, double scale) {
         if (w.ndim() != 4) throw LayoutError("winograd: w must be (K, C, R, S)");
         if (target < 0 || target > 2 || int_rounding < 0 || int_rounding > 2) {
@@ -127,18 +130,17 @@ void bind_weights(py::module_& m) {
         const auto type = source_type(w);
         uint8_t* dst = writable(out, "out");
         const int64_t size = out.nbytes();
-        const int64_t need = npupack::winograd_bytes(sp);
-        if (size < need) throw LayoutError("winograd: out holds " + std::to_string(size) + " bytes, " +
-                                           std::to_string(need) + " are needed");
+        npupack::check_winograd(sp, full, size);
         const char* src = static_cast<const char*>(w.data());
         py::gil_scoped_release release;
-        npupack::winograd_pack(src, type, sp, reinterpret_cast<char*>(dst), size);
-        return need;
+        npupack::winograd_pack(src, type, sp, full, reinterpret_cast<char*>(dst), size);
+        return full.nbytes();
       },
-      py::arg("w"), py::arg("out"), py::arg("sy"), py::arg("sx"), py::arg("c_pad"), py::arg("kpg"), py::arg("target"),
-      py::arg("int_rounding"), py::arg("fp16_nearest_away"), py::arg("saturate"), py::arg("scale"),
-      "Winograd weights (docs/nvdla.md §9): target 0 int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, "
-      "1 nearest_away, 2 truncate. Returns the meaningful bytes written.");
+      py::arg("w"), py::arg("out"), py::arg("sy"), py::arg("sx"), py::arg("c_pad"), py::arg("kpg"), py::arg("full"),
+      py::arg("target"), py::arg("int_rounding"), py::arg("fp16_nearest_away"), py::arg("saturate"), py::arg("scale"),
+      "Winograd weights (docs/nvdla.md §9): each cube written where the Winograd descriptor `full` places it; target 0 "
+      "int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, 1 nearest_away, 2 truncate. Returns the meaningful bytes "
+      "written.");
   m.def(
       "sparse_count",
       [](const py::array& stream, int64_t n, int es, int64_t group_elems) {

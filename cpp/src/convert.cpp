@@ -1,14 +1,10 @@
 #include "npupack/convert.hpp"
 
-#include "fp16_test.hpp"
-
 #include <cmath>
 #include <cstring>
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__)
-#include <immintrin.h>
-#define NPUPACK_SSE2_SCAN 1
-#endif
+#include "../kernels/fp16_test.hpp"
+#include "../kernels/kernel.hpp"
 
 namespace npupack {
 
@@ -38,68 +34,27 @@ namespace {
 
 using detail::Fp16Test;
 
-#if defined(NPUPACK_SSE2_SCAN)
-using detail::fp16_lanes_sse2;
-
-// Whether any of the n (a multiple of 32) halves at p passes t: 8 halves per compare, the lane
-// masks OR-ed together.
-bool any_sse2(const uint16_t* bits, int64_t n, const Fp16Test& t) {
-  __m128i acc = _mm_setzero_si128();
-  for (int64_t j = 0; j < n; j += 32) {
-    const auto* p = reinterpret_cast<const __m128i*>(bits + j);
-    const __m128i m0 = _mm_or_si128(fp16_lanes_sse2(_mm_loadu_si128(p), t),
-                                    fp16_lanes_sse2(_mm_loadu_si128(p + 1), t));
-    const __m128i m1 = _mm_or_si128(fp16_lanes_sse2(_mm_loadu_si128(p + 2), t),
-                                    fp16_lanes_sse2(_mm_loadu_si128(p + 3), t));
-    acc = _mm_or_si128(acc, _mm_or_si128(m0, m1));
-  }
-  return _mm_movemask_epi8(acc) != 0;
-}
-
-#pragma GCC push_options
-#pragma GCC target("avx2")
-inline __m256i lanes_avx2(const __m256i* p, __m256i mask, __m256i value, bool greater) {
-  const __m256i m = _mm256_and_si256(_mm256_loadu_si256(p), mask);
-  return greater ? _mm256_cmpgt_epi16(m, value) : _mm256_cmpeq_epi16(m, value);
-}
-
-// The same, n a multiple of 64, 16 halves per compare (AVX2): fp16 weight packing checks each
-// kernel group just before packing it, from L2, where the wider compares run faster than SSE2's.
-bool any_avx2(const uint16_t* bits, int64_t n, const Fp16Test& t) {
-  const __m256i mask = _mm256_set1_epi16(static_cast<int16_t>(t.mask));
-  const __m256i value = _mm256_set1_epi16(static_cast<int16_t>(t.value));
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0;
-  for (int64_t j = 0; j < n; j += 64) {
-    const auto* p = reinterpret_cast<const __m256i*>(bits + j);
-    a0 = _mm256_or_si256(a0, _mm256_or_si256(lanes_avx2(p, mask, value, t.greater),
-                                             lanes_avx2(p + 1, mask, value, t.greater)));
-    a1 = _mm256_or_si256(a1, _mm256_or_si256(lanes_avx2(p + 2, mask, value, t.greater),
-                                             lanes_avx2(p + 3, mask, value, t.greater)));
-  }
-  return _mm256_movemask_epi8(_mm256_or_si256(a0, a1)) != 0;
-}
-#pragma GCC pop_options
-#endif
-
-// Index of the first element that passes t, or -1. Chunks are tested with SIMD and only a chunk
-// with a hit is searched element by element: the common clean tensor costs one streaming pass.
+// Index of the first element that passes t, or -1. Chunks are tested by the list's fp16-scan
+// kernel (docs/design.md §4.9) in whole steps and only a chunk with a hit is searched element by
+// element: the common clean tensor costs one streaming pass.
 int64_t first_match(const uint16_t* bits, int64_t n, const Fp16Test& t, KernelPath path) {
   constexpr int64_t kChunk = 2048;
-#if defined(NPUPACK_SSE2_SCAN)
-  const bool avx2 = cpu().avx2 && allows(path, KernelPath::kAvx2);
-  const int64_t block = path == KernelPath::kScalar ? kChunk + 1 : avx2 ? 64 : 32;  // scalar: no bulk part
-#else
-  (void)path;
-#endif
+  const kernels::Fp16ScanKernelInfo& k = kernels::select_fp16_scan(path);
+  const int64_t block = k.tile;  // 0: the scalar kernel, no bulk part
+  kernels::Fp16ScanArgs a;
+  a.mask = t.mask;
+  a.value = t.value;
+  a.greater = t.greater;
   for (int64_t i = 0; i < n; i += kChunk) {
     const int64_t end = i + kChunk < n ? i + kChunk : n;
     int64_t j = i;
     bool hit = false;
-#if defined(NPUPACK_SSE2_SCAN)
-    const int64_t bulk = (end - i) / block * block;
-    if (bulk > 0) hit = avx2 ? any_avx2(bits + i, bulk, t) : any_sse2(bits + i, bulk, t);
-    j += bulk;
-#endif
+    if (block > 0) {
+      a.bits = bits + i;
+      a.n = (end - i) / block * block;
+      if (a.n > 0) hit = k.run(a);
+      j += a.n;
+    }
     for (; j < end; ++j) hit = hit || t(bits[j]);
     if (hit) {
       for (j = i; j < end; ++j) {

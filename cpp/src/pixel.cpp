@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "../kernels/kernel.hpp"
 #include "npupack/cpu.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -89,84 +90,15 @@ void unpack_10bit(const uint32_t* words, int64_t pixels, const int* shifts, uint
 
 namespace {
 
-// One row, component order fixed at compile time: the portable kernel and the SIMD one's tail.
-template <class T, bool VFirst>
-__attribute__((always_inline)) inline void split_row_impl(const T* yuv, int64_t n, T* y, T* uv) {
-  constexpr int a = VFirst ? 2 : 1, b = VFirst ? 1 : 2;
-  for (int64_t p = 0; p < n; ++p) {
-    y[p] = yuv[3 * p];
-    uv[2 * p] = yuv[3 * p + a];
-    uv[2 * p + 1] = yuv[3 * p + b];
-  }
-}
-
-template <class T, bool VFirst>
-void split_row_base(const T* yuv, int64_t n, T* y, T* uv) { split_row_impl<T, VFirst>(yuv, n, y, uv); }
-
-#if defined(__x86_64__) || defined(__i386__)
-// pshufb masks that gather one 16-byte output (the Y run, or the first or second half of the UV
-// run, of 16 / sizeof(T) pixels) from each of the three 16-byte input vectors; 0x80 zeroes.
-template <class T, bool VFirst>
-struct SplitMasks {
-  alignas(16) unsigned char m[3][3][16];  // [output][input][byte]
-  SplitMasks() {
-    constexpr int es = sizeof(T), px = 16 / es, a = VFirst ? 2 : 1, b = VFirst ? 1 : 2;
-    for (int o = 0; o < 3; ++o) {
-      for (int i = 0; i < 16; ++i) {
-        const int e = i / es, byte = i % es;
-        // Y: pixel e; UV half o - 1: pixel (o - 1) * px / 2 + e / 2, component a or b.
-        const int pixel = o == 0 ? e : (o - 1) * px / 2 + e / 2;
-        const int comp = o == 0 ? 0 : (e % 2 == 0 ? a : b);
-        const int src = (3 * pixel + comp) * es + byte;
-        for (int k = 0; k < 3; ++k) {
-          m[o][k][i] = src / 16 == k ? static_cast<unsigned char>(src % 16) : 0x80;
-        }
-      }
-    }
-  }
-};
-
-// 16 bytes of Y and 32 of UV per step: 7 pshufb. Hand-written because it beats the compiler's
-// own AVX2 vectorisation of split_row_impl (docs/performance.md).
-template <class T, bool VFirst>
-__attribute__((target("ssse3"))) void split_row_pshufb(const T* yuv, int64_t n, T* y, T* uv) {
-  static const SplitMasks<T, VFirst> masks;
-  constexpr int64_t px = 16 / sizeof(T);
-  auto mask = [&](int o, int k) { return _mm_load_si128(reinterpret_cast<const __m128i*>(masks.m[o][k])); };
-  const __m128i y0 = mask(0, 0), y1 = mask(0, 1), y2 = mask(0, 2);
-  const __m128i l0 = mask(1, 0), l1 = mask(1, 1), h1 = mask(2, 1), h2 = mask(2, 2);
-  int64_t p = 0;
-  for (; p + px <= n; p += px) {
-    const auto* src = reinterpret_cast<const __m128i*>(yuv + 3 * p);
-    const __m128i v0 = _mm_loadu_si128(src), v1 = _mm_loadu_si128(src + 1), v2 = _mm_loadu_si128(src + 2);
-    const __m128i ys = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(v0, y0), _mm_shuffle_epi8(v1, y1)),
-                                    _mm_shuffle_epi8(v2, y2));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + p), ys);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(uv + 2 * p),
-                     _mm_or_si128(_mm_shuffle_epi8(v0, l0), _mm_shuffle_epi8(v1, l1)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(uv + 2 * p) + 1,
-                     _mm_or_si128(_mm_shuffle_epi8(v1, h1), _mm_shuffle_epi8(v2, h2)));
-  }
-  split_row_impl<T, VFirst>(yuv + 3 * p, n - p, y + p, uv + 2 * p);
-}
-#endif
-
-template <class T, bool VFirst>
-using RowFn = void (*)(const T*, int64_t, T*, T*);
-
-template <class T, bool VFirst>
-RowFn<T, VFirst> pick_split_row() {
-#if defined(__x86_64__) || defined(__i386__)
-  if (cpu().ssse3) return split_row_pshufb<T, VFirst>;
-#endif
-  return split_row_base<T, VFirst>;
-}
-
-template <class T, bool VFirst>
-void split_plane(const char* yuv, int64_t h, int64_t w, int64_t src_row, char* y, int64_t y_stride, int64_t y_pre,
-                 char* uv, int64_t uv_stride, int64_t uv_pre) {
-  static const RowFn<T, VFirst> row = pick_split_row<T, VFirst>();
-  const int64_t y_row = w * static_cast<int64_t>(sizeof(T)), uv_row = 2 * y_row;
+// Y and UV lines of each row, the row split by the yuv-split kernel of the list (docs/design.md
+// §4.9) for this element size.
+void split_plane(const char* yuv, int64_t h, int64_t w, int64_t src_row, int64_t eb, bool v_first, char* y,
+                 int64_t y_stride, int64_t y_pre, char* uv, int64_t uv_stride, int64_t uv_pre) {
+  const kernels::YuvSplitFn row = kernels::select_yuv_split(static_cast<int>(eb)).run;
+  const int64_t y_row = w * eb, uv_row = 2 * y_row;
+  kernels::YuvSplitArgs a;
+  a.n = w;
+  a.v_first = v_first;
   for (int64_t r = 0; r < h; ++r) {
     char* yl = y + r * y_stride;
     char* ul = uv + r * uv_stride;
@@ -176,8 +108,10 @@ void split_plane(const char* yuv, int64_t h, int64_t w, int64_t src_row, char* y
     std::memset(yl + y_pre + y_row, 0, static_cast<size_t>(y_stride - y_pre - y_row));
     std::memset(ul, 0, static_cast<size_t>(uv_pre));
     std::memset(ul + uv_pre + uv_row, 0, static_cast<size_t>(uv_stride - uv_pre - uv_row));
-    row(reinterpret_cast<const T*>(yuv + r * src_row), w, reinterpret_cast<T*>(yl + y_pre),
-        reinterpret_cast<T*>(ul + uv_pre));
+    a.yuv = yuv + r * src_row;
+    a.y = yl + y_pre;
+    a.uv = ul + uv_pre;
+    row(a);
   }
 }
 
@@ -185,13 +119,7 @@ void split_plane(const char* yuv, int64_t h, int64_t w, int64_t src_row, char* y
 
 void split_yuv444(const char* yuv, int64_t h, int64_t w, int64_t src_row, int64_t eb, bool v_first, char* y,
                   int64_t y_stride, int64_t y_pre, char* uv, int64_t uv_stride, int64_t uv_pre) {
-  if (eb == 1) {
-    (v_first ? split_plane<uint8_t, true> : split_plane<uint8_t, false>)(yuv, h, w, src_row, y, y_stride, y_pre, uv,
-                                                                         uv_stride, uv_pre);
-  } else {
-    (v_first ? split_plane<uint16_t, true> : split_plane<uint16_t, false>)(yuv, h, w, src_row, y, y_stride, y_pre,
-                                                                           uv, uv_stride, uv_pre);
-  }
+  split_plane(yuv, h, w, src_row, eb == 1 ? 1 : 2, v_first, y, y_stride, y_pre, uv, uv_stride, uv_pre);
 }
 
 }  // namespace npupack

@@ -2,12 +2,7 @@
 
 #include <algorithm>
 
-#include "npupack/cpu.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define NPUPACK_X86 1
-#endif
+#include "../kernels/kernel.hpp"
 
 namespace npupack {
 
@@ -19,7 +14,8 @@ SpreadPlan::SpreadPlan(int64_t eb, int64_t rows, int64_t row_bytes, int64_t col)
   value_bytes_ = rows * eb;
   block_bytes_ = rows * row_bytes;
   const int64_t at = col * eb;
-  if (!cpu().avx2 || eb < 1 || rows < 1 || at < 0 || at + eb > row_bytes || value_bytes_ < 16 ||
+  // The plan is the program of the list's spread kernel (docs/design.md §4.9): none, no plan.
+  if (!kernels::select_spread() || eb < 1 || rows < 1 || at < 0 || at + eb > row_bytes || value_bytes_ < 16 ||
       block_bytes_ % 32 != 0 || block_bytes_ > kMaxBlock) {
     return;
   }
@@ -51,53 +47,19 @@ SpreadPlan::SpreadPlan(int64_t eb, int64_t rows, int64_t row_bytes, int64_t col)
   chunks_ = std::move(chunks);
 }
 
-#ifdef NPUPACK_X86
-namespace {
-// kStream: 0 plain stores, 16 non-temporal 16-byte stores (dst 16-byte aligned), 32 non-temporal
-// 32-byte stores (dst 32-byte aligned). NumPy's large arrays start 16 bytes into a page.
-template <int kStream>
-__attribute__((target("avx2"))) void spread_avx2(const char* values, int64_t value_bytes, char* dst,
-                                                 int64_t block_bytes, int64_t blocks, const SpreadPlan::Chunk* chunks,
-                                                 int64_t nchunks) {
-  for (int64_t x = 0; x < blocks; ++x) {
-    const char* v = values + x * value_bytes;
-    char* d = dst + x * block_bytes;
-    __m256i src = _mm256_setzero_si256();
-    int32_t w0 = -1, w1 = -1;
-    for (int64_t c = 0; c < nchunks; ++c) {
-      const SpreadPlan::Chunk& k = chunks[c];
-      if (k.window[0] != w0 || k.window[1] != w1) {
-        w0 = k.window[0], w1 = k.window[1];
-        src = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + w0))),
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + w1)), 1);
-      }
-      const __m256i out = _mm256_shuffle_epi8(src, _mm256_load_si256(reinterpret_cast<const __m256i*>(k.ctrl)));
-      char* const at = d + k.offset;
-      if constexpr (kStream == 32) {
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(at), out);
-      } else if constexpr (kStream == 16) {
-        _mm_stream_si128(reinterpret_cast<__m128i*>(at), _mm256_castsi256_si128(out));
-        _mm_stream_si128(reinterpret_cast<__m128i*>(at + 16), _mm256_extracti128_si256(out, 1));
-      } else {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), out);
-      }
-    }
-  }
-}
-}  // namespace
-#endif
-
 void SpreadPlan::run(const char* values, char* dst, int64_t blocks, bool stream) const {
-#ifdef NPUPACK_X86
-  const auto n = static_cast<int64_t>(chunks_.size());
-  const auto align = reinterpret_cast<uintptr_t>(dst) & 31;
-  if (stream && align == 0) spread_avx2<32>(values, value_bytes_, dst, block_bytes_, blocks, chunks_.data(), n);
-  else if (stream && align == 16) spread_avx2<16>(values, value_bytes_, dst, block_bytes_, blocks, chunks_.data(), n);
-  else spread_avx2<0>(values, value_bytes_, dst, block_bytes_, blocks, chunks_.data(), n);
-#else
-  (void)values, (void)dst, (void)blocks, (void)stream;
-#endif
+  const kernels::SpreadKernelInfo* k = kernels::select_spread();
+  if (!k) return;  // ok() is false: nothing to run
+  kernels::SpreadArgs a;
+  a.values = values;
+  a.value_bytes = value_bytes_;
+  a.dst = dst;
+  a.block_bytes = block_bytes_;
+  a.blocks = blocks;
+  a.chunks = chunks_.data();
+  a.nchunks = static_cast<int64_t>(chunks_.size());
+  a.stream = stream;
+  k->run(a);
 }
 
 }  // namespace npupack

@@ -10,17 +10,19 @@
 #include "npupack/cpu.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
+#include "winograd_int.hpp"
+#include "winograd_round.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#endif
-#if defined(__SSE2__)
-#define NPUPACK_WG_SSE2 1
 #endif
 
 namespace npupack {
 
 namespace {
+
+using wg::round_cube;
+using wg::store_int_cube;
 
 int64_t target_bytes(WgTarget t) { return t == WgTarget::I8 ? 1 : 2; }
 
@@ -93,127 +95,9 @@ __attribute__((always_inline)) inline void transform4(const Lanes4 g[9], Lanes4 
   }
 }
 
-// Integer rounding of n values (v * scale) without libm calls or branches: clamped to
-// [lo - 1, hi + 1] first, so the int32 conversions are exact; adding and subtracting 1.5 * 2^52
-// rounds to nearest even in the default rounding mode (built without -ffast-math, so the
-// compiler keeps both operations).
-constexpr double kMagic = 6755399441055744.0;
-
-template <IntRounding M>
-inline int32_t round_one(double v, double scale, double lo, double hi) {
-  v *= scale;
-  v = v < lo - 1.0 ? lo - 1.0 : v;
-  v = v > hi + 1.0 ? hi + 1.0 : v;
-  int32_t r;
-  if constexpr (M == IntRounding::NearestEven) {
-    r = static_cast<int32_t>((v + kMagic) - kMagic);
-  } else if constexpr (M == IntRounding::NearestAway) {
-    r = static_cast<int32_t>(v);
-    const double d = v - r;
-    r += (d >= 0.5) - (d <= -0.5);
-  } else {
-    r = static_cast<int32_t>(v);
-  }
-  r = r < lo ? static_cast<int32_t>(lo) : r;
-  return r > hi ? static_cast<int32_t>(hi) : r;
-}
-
-#ifdef NPUPACK_WG_SSE2
-// Two values at a time with SSE2 (baseline on x86-64): the same operations as round_one.
-template <IntRounding M>
-inline __m128i round_two(__m128d v, __m128d scale, __m128d lo1, __m128d hi1) {
-  v = _mm_min_pd(_mm_max_pd(_mm_mul_pd(v, scale), lo1), hi1);
-  if constexpr (M == IntRounding::NearestEven) {
-    const __m128d magic = _mm_set1_pd(kMagic);
-    return _mm_cvttpd_epi32(_mm_sub_pd(_mm_add_pd(v, magic), magic));
-  } else if constexpr (M == IntRounding::NearestAway) {
-    const __m128i r = _mm_cvttpd_epi32(v);
-    const __m128d d = _mm_sub_pd(v, _mm_cvtepi32_pd(r));
-    const __m128i up = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpge_pd(d, _mm_set1_pd(0.5))), 0x08);
-    const __m128i down = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmple_pd(d, _mm_set1_pd(-0.5))), 0x08);
-    return _mm_add_epi32(_mm_sub_epi32(r, up), down);
-  } else {
-    return _mm_cvttpd_epi32(v);
-  }
-}
-
-// 64 values -> int8 or int16 (saturating packs; values are already within lo - 1 .. hi + 1).
-template <IntRounding M, class Q>
-inline void round_cube(const double* t, double scale, Q* out) {
-  constexpr bool kInt8 = sizeof(Q) == 1;
-  const __m128d s = _mm_set1_pd(scale);
-  const __m128d lo1 = _mm_set1_pd(kInt8 ? -129.0 : -32769.0), hi1 = _mm_set1_pd(kInt8 ? 128.0 : 32768.0);
-  for (int i = 0; i < 64; i += 8) {
-    __m128i q[4];
-    for (int j = 0; j < 4; ++j) q[j] = round_two<M>(_mm_loadu_pd(t + i + 2 * j), s, lo1, hi1);
-    const __m128i a = _mm_unpacklo_epi64(q[0], q[1]), b = _mm_unpacklo_epi64(q[2], q[3]);
-    const __m128i w = _mm_packs_epi32(a, b);  // 8 x int16, saturated
-    if constexpr (kInt8) {
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), _mm_packs_epi16(w, w));
-    } else {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), w);
-    }
-  }
-}
-#else
-template <IntRounding M, class Q>
-inline void round_cube(const double* t, double scale, Q* out) {
-  constexpr double lo = sizeof(Q) == 1 ? -128.0 : -32768.0, hi = sizeof(Q) == 1 ? 127.0 : 32767.0;
-  for (int i = 0; i < 64; ++i) out[i] = static_cast<Q>(round_one<M>(t[i], scale, lo, hi));
-}
-#endif
-
-// An integer cube: the 64 transformed values (element order i*4 + lane = the cube's memory
-// order) rounded and stored at dst.
-template <WgTarget T, IntRounding M>
-inline void store_int_cube(const double* tv, double scale, char* dst) {
-  if constexpr (T == WgTarget::I8) {
-    int8_t vals[64];
-    round_cube<M>(tv, scale, vals);
-    std::memcpy(dst, vals, sizeof vals);
-  } else {
-    int16_t vals[64];
-    round_cube<M>(tv, scale, vals);
-    std::memcpy(dst, vals, sizeof vals);
-  }
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-#define NPUPACK_WG_F16C 1
-// 64 doubles -> binary16, round to nearest even, with F16C. Converting through float would round
-// twice, so each double is first rounded to odd at float precision (docs/nvdla.md §2.4's correctly
-// rounded result, the classic double-rounding fix: float keeps 13 more bits than half). In the
-// integer domain that is: clear the 29 mantissa bits float drops and set the lowest kept one if
-// any of them was set; the result is exactly a float (in float's normal range; anything smaller
-// is far below half's smallest subnormal and still gives +-0), so the conversion to float is
-// exact and F16C's nearest-even conversion to half finishes it. INF results of finite inputs and
-// INF inputs become +-65504 when saturating, like fp16_from_double.
-__attribute__((target("avx2,f16c"))) inline __m128 round_to_odd_ps(__m256d d) {
-  const __m256i dropped = _mm256_set1_epi64x(0x1FFFFFFF);
-  const __m256i lowest_kept = _mm256_set1_epi64x(0x20000000);
-  const __m256i b = _mm256_castpd_si256(d);
-  const __m256i lost = _mm256_and_si256(b, dropped);
-  const __m256i exact = _mm256_cmpeq_epi64(lost, _mm256_setzero_si256());
-  const __m256i odd = _mm256_or_si256(_mm256_xor_si256(b, lost), _mm256_andnot_si256(exact, lowest_kept));
-  return _mm256_cvtpd_ps(_mm256_castsi256_pd(odd));
-}
-
-// Eight doubles (two vectors) -> eight binary16, stored at out.
-__attribute__((target("avx2,f16c"))) inline void store8_fp16(__m256d a, __m256d b, char* out, bool saturate) {
-  const __m256 f = _mm256_insertf128_ps(_mm256_castps128_ps256(round_to_odd_ps(a)), round_to_odd_ps(b), 1);
-  __m128i v = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  if (saturate) {
-    const __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00));
-    v = _mm_sub_epi16(v, _mm_and_si128(inf, _mm_set1_epi16(1)));  // 0x7C00 -> 0x7BFF, keeps the sign
-  }
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
-}
-
-__attribute__((target("avx2,f16c"))) void fp16_cube_f16c(const double* t, uint16_t* out, bool saturate) {
-  for (int i = 0; i < 64; i += 8) {
-    store8_fp16(_mm256_loadu_pd(t + i), _mm256_loadu_pd(t + i + 4), reinterpret_cast<char*>(out + i), saturate);
-  }
-}
+#ifdef NPUPACK_WG_F16C
+using wg::fp16_cube_f16c;
+using wg::store8_fp16;
 
 bool has_f16c() { return cpu().avx2 && cpu().f16c; }
 
@@ -263,8 +147,9 @@ __attribute__((target("avx2"))) inline void transpose4(const __m256d r[4], __m25
 // One cube of four consecutive channels (lane l at base + l * cstride, taps back to back), kept
 // in registers: the taps are loaded whole and transposed into lanes (the scalar path assembles
 // them element by element in memory, and reading them as vectors right after scalar writes
-// stalled on store forwarding). fp16 targets are rounded from the registers as fp16_cube_f16c
-// does; integer targets go through round_cube from whole-vector stores.
+// stalled on store forwarding). The outputs are then in the cube's memory order (lane = channel
+// fastest) and are rounded from the registers: fp16 targets as fp16_cube_f16c does, integer
+// targets as round_cube does.
 template <WgSource S, WgTarget T, IntRounding M>
 __attribute__((target("avx2,f16c"))) void cube_avx2(const char* base, int64_t cstride, char* out, bool saturate,
                                                      double scale) {
@@ -280,9 +165,9 @@ __attribute__((target("avx2,f16c"))) void cube_avx2(const char* base, int64_t cs
   if constexpr (T == WgTarget::F16) {
     for (int i = 0; i < 16; i += 2) store8_fp16(t[i], t[i + 1], out + 8 * i, saturate);
   } else {
-    alignas(32) double tv[64];
-    std::memcpy(tv, t, sizeof tv);
-    store_int_cube<T, M>(tv, scale, out);
+    __m256d v[16];
+    for (int i = 0; i < 16; ++i) v[i] = t[i];
+    wg::store_int_avx2<T, M>(v, scale, out);
   }
 }
 #endif
@@ -306,7 +191,7 @@ Lanes lanes_of(const WinogradSpec& sp, int64_t c0) {
   return L;
 }
 
-// One 4x4x4 cube (4 channels of kernel k), lanes c fastest, then s, then r.
+// One 4x4x4 cube (4 channels of kernel k) at dst, in its memory order: c fastest, then s, then r.
 template <WgSource S, WgTarget T, IntRounding M>
 void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, char* dst) {
 #ifdef NPUPACK_WG_F16C
@@ -357,25 +242,64 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
   }
 }
 
+#ifdef NPUPACK_WG_INT_AVX2
+// Whether int_row applies to every cube row of four real channels: 8- or 16-bit integer taps back
+// to back (3x3, stride 1 is checked per row), an integer target at scale 1, AVX2.
+template <WgSource S, WgTarget T>
+bool int_rows(const WinogradSpec& sp) {
+  constexpr int64_t eb = S == WgSource::I8 ? 1 : 2;
+  return (S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16 && sp.scale == 1.0 &&
+         sp.stride[3] == eb && sp.stride[2] == 3 * eb && cpu().avx2;
+}
+
+// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time.
 template <WgSource S, WgTarget T, IntRounding M>
-void pack_all(const char* src, const WinogradSpec& sp, char* dst) {
-  const int64_t es = target_bytes(T);
-  const int64_t c_ext = sp.c_pad * sp.sy * sp.sx;
-  const int64_t cube_bytes = 64 * es;
-  const int64_t blocks = c_ext / 4;
-  const int64_t groups = ceil_div(sp.k, sp.kpg);
-  // Work units: (kernel group, 4-channel block), each writing its own kn cubes. The transform
-  // is compute bound, so units are split across threads for layers of about 1 MiB or more.
-  const int64_t units = groups * blocks;
-  const int64_t unit_bytes = sp.kpg * cube_bytes;
-  const int64_t grain = std::max<int64_t>(1, (kParallelBytes / 4) / unit_bytes);
-  const int64_t total = units * unit_bytes;
+void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, int64_t c, char* row) {
+  constexpr int64_t cube_bytes = 64 * (T == WgTarget::I8 ? 1 : 2);
+  const char* base = src + k0 * sp.stride[0] + c * sp.stride[1];
+  int64_t k = 0;
+  // A row reads a few taps from each of kn kernels, far apart: more streams than the hardware
+  // prefetcher follows, so each kernel's taps four rows ahead are asked for here.
+  for (; k + 1 < kn; k += 2) {
+    _mm_prefetch(base + k * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
+    _mm_prefetch(base + (k + 1) * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
+    wg::int_cube_pair<S, T, M>(base + k * sp.stride[0], base + (k + 1) * sp.stride[0], sp.stride[1],
+                               row + k * cube_bytes, row + (k + 1) * cube_bytes);
+  }
+  if (k < kn) {  // an odd kernel: its lanes computed twice, the second copy dropped
+    alignas(16) char spare[cube_bytes];
+    const char* p = base + k * sp.stride[0];
+    wg::int_cube_pair<S, T, M>(p, p, sp.stride[1], row + k * cube_bytes, spare);
+  }
+}
+#endif
+
+// Writes every cube straight to its place in the surface. The descriptor (docs/nvdla.md §9.6)
+// places each kernel group; inside it the cube rows of the 4-channel blocks follow each other,
+// and inside a row the kn cubes of the group, as check_winograd verifies against the descriptor. Work units are
+// rows: the transform is compute bound, so they are split across threads for layers of about
+// kParallelBytes or more.
+template <WgSource S, WgTarget T, IntRounding M>
+void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full, char* dst) {
+  constexpr int64_t cube_bytes = 64 * (T == WgTarget::I8 ? 1 : 2);
+  const int64_t blocks = sp.c_pad * sp.sy * sp.sx / 4, units = ceil_div(sp.k, sp.kpg) * blocks;
+  const int64_t total = full.nbytes();
+#ifdef NPUPACK_WG_INT_AVX2
+  bool exact_int = false;
+  if constexpr (S == WgSource::I8 || S == WgSource::I16) exact_int = int_rows<S, T>(sp);
+#endif
   auto work = [&](int64_t u0, int64_t u1) {
+    int64_t group = -1, group_at = 0;
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t k0 = (u / blocks) * sp.kpg, cb = u % blocks;
-      const int64_t kn = sp.k - k0 < sp.kpg ? sp.k - k0 : sp.kpg;
-      const int64_t c0 = 4 * cb;
-      char* row = dst + k0 * c_ext * 16 * es + cb * kn * cube_bytes;
+      const int64_t k0 = (u / blocks) * sp.kpg, c0 = 4 * (u % blocks);
+      const int64_t kn = std::min(sp.kpg, sp.k - k0);
+      if (k0 != group) {
+        const int64_t idx[4] = {k0, 0, 0, 0};
+        group = k0, group_at = full.offset_of(idx);
+      }
+      const int64_t at = group_at + c0 / 4 * kn * cube_bytes;
+      if (at < 0 || kn * cube_bytes > total - at) throw LayoutError("winograd: a cube row runs past the surface");
+      char* row = dst + at;
       // Cubes whose four lanes all lie in channel padding are zero; with stride 1 that is every
       // cube past C, so those are filled without evaluating the transform.
       if ((c0 % sp.c_pad) >= sp.c) {
@@ -383,34 +307,57 @@ void pack_all(const char* src, const WinogradSpec& sp, char* dst) {
         continue;
       }
       const Lanes lanes = lanes_of(sp, c0);
-      for (int64_t k = k0; k < k0 + kn; ++k) cube<S, T, M>(src, sp, k, lanes, row + (k - k0) * cube_bytes);
+#ifdef NPUPACK_WG_INT_AVX2
+      if constexpr ((S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16) {
+        if (exact_int && lanes.plain) {
+          int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], row);
+          continue;
+        }
+      }
+#endif
+      for (int64_t k = 0; k < kn; ++k) cube<S, T, M>(src, sp, k0 + k, lanes, row + k * cube_bytes);
     }
   };
+  const int64_t grain = std::max<int64_t>(1, (kParallelBytes / 4) / (sp.kpg * cube_bytes));
   if (total < kParallelBytes) work(0, units);
   else parallel_for(units, grain, work);
 }
 
+using Fill = void (*)(const char*, const WinogradSpec&, const BlockedLayout&, char*);
+
 template <WgSource S, WgTarget T>
-void dispatch_rounding(const char* src, const WinogradSpec& sp, char* dst) {
+Fill by_rounding(const WinogradSpec& sp) {
   switch (sp.int_rounding) {
-    case IntRounding::NearestEven: pack_all<S, T, IntRounding::NearestEven>(src, sp, dst); break;
-    case IntRounding::NearestAway: pack_all<S, T, IntRounding::NearestAway>(src, sp, dst); break;
-    default: pack_all<S, T, IntRounding::Truncate>(src, sp, dst); break;
+    case IntRounding::NearestEven: return pack_all<S, T, IntRounding::NearestEven>;
+    case IntRounding::NearestAway: return pack_all<S, T, IntRounding::NearestAway>;
+    default: return pack_all<S, T, IntRounding::Truncate>;
   }
 }
 
 template <WgSource S>
-void dispatch_target(const char* src, const WinogradSpec& sp, char* dst) {
+Fill by_target(const WinogradSpec& sp) {
   switch (sp.target) {
-    case WgTarget::I8: dispatch_rounding<S, WgTarget::I8>(src, sp, dst); break;
-    case WgTarget::I16: dispatch_rounding<S, WgTarget::I16>(src, sp, dst); break;
-    default: pack_all<S, WgTarget::F16, IntRounding::NearestEven>(src, sp, dst); break;
+    case WgTarget::I8: return by_rounding<S, WgTarget::I8>(sp);
+    case WgTarget::I16: return by_rounding<S, WgTarget::I16>(sp);
+    default: return pack_all<S, WgTarget::F16, IntRounding::NearestEven>;
+  }
+}
+
+Fill fill_of(WgSource type, const WinogradSpec& sp) {
+  switch (type) {
+    case WgSource::I8: return by_target<WgSource::I8>(sp);
+    case WgSource::U8: return by_target<WgSource::U8>(sp);
+    case WgSource::I16: return by_target<WgSource::I16>(sp);
+    case WgSource::U16: return by_target<WgSource::U16>(sp);
+    case WgSource::F16: return by_target<WgSource::F16>(sp);
+    case WgSource::F32: return by_target<WgSource::F32>(sp);
+    default: return by_target<WgSource::F64>(sp);
   }
 }
 
 }  // namespace
 
-int64_t winograd_bytes(const WinogradSpec& sp) {
+void check_winograd(const WinogradSpec& sp, const BlockedLayout& full, int64_t dst_size) {
   if (sp.k < 1 || sp.c < 1 || sp.r < 1 || sp.s < 1 || sp.sy < 1 || sp.sx < 1 || sp.kpg < 1) {
     throw LayoutError("winograd: dimensions, strides and kernels per group must be >= 1");
   }
@@ -419,25 +366,35 @@ int64_t winograd_bytes(const WinogradSpec& sp) {
   }
   if (sp.c_pad < sp.c || sp.c_pad % 4) throw LayoutError("winograd: c_pad must be >= C and a multiple of 4");
   const int64_t c_ext = checked_mul(checked_mul(sp.c_pad, sp.sy, "winograd"), sp.sx, "winograd");
-  return checked_mul(checked_mul(checked_mul(sp.k, c_ext, "winograd"), 16, "winograd"), target_bytes(sp.target),
-                     "winograd");
+  const auto& d = full.dims();
+  const int64_t es = target_bytes(sp.target);
+  if (d.size() != 4 || d[0].extent != sp.k || d[1].extent != c_ext || d[2].extent != 4 || d[3].extent != 4 ||
+      full.elem_bytes() != es) {
+    throw LayoutError("winograd: the descriptor is not (K, C_ext, 4, 4) of the target's elements");
+  }
+  if (full.nbytes() > dst_size) {
+    throw LayoutError("winograd: the output holds " + std::to_string(dst_size) + " bytes, " +
+                      std::to_string(full.nbytes()) + " are needed");
+  }
+  // The order the kernels write (in a kernel group the rows of the 4-channel blocks one after
+  // the other, a row of kn cubes, each c fastest, then s, then r) must be the descriptor's:
+  // checked at the corners of the first and the last kernel group.
+  for (const int64_t k0 : {int64_t{0}, (sp.k - 1) / sp.kpg * sp.kpg}) {
+    const int64_t kn = std::min(sp.kpg, sp.k - k0), c0 = c_ext - 4;
+    const int64_t start[4] = {k0, 0, 0, 0}, first[4] = {k0, c0, 0, 0}, next[4] = {k0, c0, 0, 1},
+                  lane[4] = {k0, c0 + 1, 0, 0}, last[4] = {k0 + kn - 1, c0 + 3, 3, 3};
+    const int64_t at = full.offset_of(first);
+    if (at != full.offset_of(start) + c0 / 4 * kn * 64 * es || full.offset_of(lane) != at + es ||
+        full.offset_of(next) != at + 4 * es || full.offset_of(last) != at + (kn * 64 - 1) * es) {
+      throw LayoutError("winograd: the descriptor does not hold 4x4x4 cubes, kernels of a group in a row");
+    }
+  }
 }
 
-void winograd_pack(const char* src, WgSource type, const WinogradSpec& sp, char* dst, int64_t dst_size) {
-  const int64_t need = winograd_bytes(sp);
-  if (dst_size < need) {
-    throw LayoutError("winograd: the output holds " + std::to_string(dst_size) + " bytes, " + std::to_string(need) +
-                      " are needed");
-  }
-  switch (type) {
-    case WgSource::I8: dispatch_target<WgSource::I8>(src, sp, dst); break;
-    case WgSource::U8: dispatch_target<WgSource::U8>(src, sp, dst); break;
-    case WgSource::I16: dispatch_target<WgSource::I16>(src, sp, dst); break;
-    case WgSource::U16: dispatch_target<WgSource::U16>(src, sp, dst); break;
-    case WgSource::F16: dispatch_target<WgSource::F16>(src, sp, dst); break;
-    case WgSource::F32: dispatch_target<WgSource::F32>(src, sp, dst); break;
-    default: dispatch_target<WgSource::F64>(src, sp, dst); break;
-  }
+void winograd_pack(const char* src, WgSource type, const WinogradSpec& sp, const BlockedLayout& full, char* dst,
+                   int64_t dst_size) {
+  check_winograd(sp, full, dst_size);
+  fill_of(type, sp)(src, sp, full, dst);
 }
 
 }  // namespace npupack

@@ -71,13 +71,17 @@ def _overlap(name: str):
                       "they need separate buffers")
 
 
-def gate(*reads: str, labels: dict | None = None):
+def gate(*reads: str, labels: dict | None = None, words=None):
     """Decorator of a public entry: before the call, each ndarray argument named in ``reads``
     must have a numeric dtype (:func:`numeric_dtype`) and must not overlap the ``out``
     argument (:func:`check_disjoint`). ``labels`` renames an argument in the overlap message
-    (pack_weights has reported its tensor as ``x`` since the engine made that check). Costs a
-    few attribute reads per call when ``out`` is not given."""
+    (pack_weights has reported its tensor as ``x`` since the engine made that check). ``words``
+    (keys, rename) maps the registry's words to the entry's own parameters first, where a call
+    uses one of ``keys`` (npupack.formats.aliases, docs/formats.md §3.1): in the gate, so that the
+    common call pays no second wrapper. Costs a few attribute reads per call when ``out`` is not
+    given."""
     labels = labels or {}
+    word_keys, rename = words if words is not None else (frozenset(), None)
 
     def wrap(f):
         params = inspect.signature(f).parameters
@@ -108,6 +112,8 @@ def gate(*reads: str, labels: dict | None = None):
         # calls take a few microseconds.
         @functools.wraps(f)
         def call(*args, **kwargs):
+            if rename is not None and not word_keys.isdisjoint(kwargs):
+                kwargs = rename(kwargs)
             if kwargs.get("out") is not None or several:
                 check(args, kwargs)
             else:
@@ -117,6 +123,7 @@ def gate(*reads: str, labels: dict | None = None):
             return f(*args, **kwargs)
 
         call.gated_reads = reads
+        call.gate_args = (reads, labels)
         return call
 
     return wrap

@@ -31,8 +31,10 @@ from npupack.files import remove_stale_staging, write_atomic
 __all__ = ["pack_many", "pack_one", "OPTION_KEYS"]
 
 #: Options of :func:`npupack.job.pack_model` that pack-many passes through (and compares when
-#: resuming).
-OPTION_KEYS = ("target", "precision", "quantize", "pixel_format", "winograd", "compress", "image")
+#: resuming); ``target`` names the NVDLA config.
+OPTION_KEYS = ("target", "precision", "quantize", "pixel_format", "winograd", "compress", "image", "weight_format")
+#: The options another vendor's weight format takes (docs/design.md §5.7).
+VENDOR_OPTION_KEYS = ("weight_format", "precision", "quantize")
 
 
 def _model_id(spec: str) -> str:
@@ -64,13 +66,31 @@ def _ids(specs) -> list:
 
 
 def _options(options: dict) -> dict:
-    """The pack job's options with their defaults, checked (:func:`npupack.job.check_options`)."""
+    """The pack job's options with their defaults, checked (:func:`npupack.job.check_options`).
+    NVDLA options are recorded without ``weight_format`` (as before it existed, so that earlier
+    outputs still resume); another vendor's format records :data:`VENDOR_OPTION_KEYS` only and
+    refuses the NVDLA-only options, ``target`` included."""
     from npupack.job import check_options
     from npupack.nvdla import Config
+    from npupack.weight_format import NVDLA_DEFAULT, resolve
 
     unknown = set(options) - set(OPTION_KEYS)
     if unknown:
         raise TypeError(f"options: unknown {sorted(unknown)}; pack-many takes {list(OPTION_KEYS)}")
+    wf = resolve(options.get("weight_format", NVDLA_DEFAULT))
+    if wf is not None:
+        if options.get("target") is not None:
+            raise ValueError(f"target: an NVDLA-only option ({options['target']!r}); weight format {wf.name} takes "
+                             f"{', '.join(VENDOR_OPTION_KEYS)}")
+        opts = {"weight_format": wf.name, "precision": "int8", "quantize": "per_filter"}
+        opts.update((k, v) for k, v in options.items() if k in VENDOR_OPTION_KEYS)
+        opts["weight_format"] = wf.name
+        # The NVDLA-only options are refused by the job's own check, with their defaults unset.
+        nvdla = {"pixel_format": "auto", "winograd": "off", "compress": "off", "image": False}
+        nvdla.update((k, v) for k, v in options.items() if k in nvdla)
+        check_options(None, precision=opts["precision"], quantize=opts["quantize"], weight_format=wf.name, **nvdla)
+        return opts
+    options = {k: v for k, v in options.items() if k != "weight_format"}
     opts = {"target": "nv_full", "precision": "int8", "quantize": "per_filter", "pixel_format": "auto",
             "winograd": "off", "compress": "off", "image": False}
     opts.update(options)
@@ -137,10 +157,13 @@ def pack_one(spec: str, out_dir, model_id: Optional[str] = None, *, force: bool 
             row.update(status="skipped", reason="up to date (same files and options, output verified)",
                        **_row_counts(done))
             return row
-        manifest = pack_model(path, final, config=Config.named(opts["target"]), precision=opts["precision"],
-                              quantize=opts["quantize"], pixel_format=opts["pixel_format"],
-                              winograd=opts["winograd"], compress=opts["compress"], image=opts["image"],
-                              progress=False, force=force, extra={"pack_many_options": opts})
+        if "weight_format" in opts:  # another vendor's format: no NVDLA options
+            job = dict(weight_format=opts["weight_format"])
+        else:
+            job = dict(config=Config.named(opts["target"]), pixel_format=opts["pixel_format"],
+                       winograd=opts["winograd"], compress=opts["compress"], image=opts["image"])
+        manifest = pack_model(path, final, precision=opts["precision"], quantize=opts["quantize"], progress=False,
+                              force=force, extra={"pack_many_options": opts}, **job)
         row.update(status="packed", **_row_counts(manifest))
     except Exception as e:  # noqa: BLE001 - one model's failure must not stop the batch
         row.update(status="error", reason=f"{type(e).__name__}: {e}")
@@ -176,7 +199,8 @@ def pack_many(models, out_dir, *, jobs: int = 1, client=None, force: bool = Fals
         An overall progress bar (tqdm) on a terminal.
     **options
         ``target``, ``precision``, ``quantize``, ``pixel_format``, ``winograd``, ``compress``,
-        ``image`` as for ``npupack pack``.
+        ``image``, ``weight_format`` as for ``npupack pack`` (another vendor's weight format
+        takes ``precision`` and ``quantize`` only; ValueError for an NVDLA-only option).
 
     Returns
     -------

@@ -235,6 +235,10 @@ def nvdla_explain_lines(fmt: str, shape, *, precision: str = "int8", target: str
         return
     import difflib
 
-    close = difflib.get_close_matches(fmt, NVDLA_FORMATS, n=2, cutoff=0.3)
-    raise LayoutError(f"format {fmt!r}: unknown NVDLA format; the NVDLA formats are {', '.join(NVDLA_FORMATS)}"
+    from npupack import formats
+
+    known = list(NVDLA_FORMATS) + [n for n in formats.names(vendor="nvdla") if n not in NVDLA_FORMATS]
+    close = difflib.get_close_matches(fmt, known, n=2, cutoff=0.3)
+    raise LayoutError(f"format {fmt!r}: unknown NVDLA format; the NVDLA formats are {', '.join(NVDLA_FORMATS)} and "
+                      "the other nvdla: names of the registry (`npupack formats --vendor nvdla`; docs/formats.md §1)"
                       + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))

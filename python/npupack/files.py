@@ -109,7 +109,9 @@ def is_npupack_manifest(folder) -> bool:
         m = json.loads(read_inside(folder, "manifest.json", "manifest"))
     except (OSError, ValueError):
         return False
-    return isinstance(m, dict) and isinstance(m.get("npupack_version"), str) and m.get("format") == "nvdla"
+    # NVDLA manifests, and those of another vendor's weight format (they name it in weight_format).
+    return isinstance(m, dict) and isinstance(m.get("npupack_version"), str) and \
+        (m.get("format") == "nvdla" or isinstance(m.get("weight_format"), str))
 
 
 def check_output_dir(out, force: bool = False) -> None:

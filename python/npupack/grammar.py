@@ -366,7 +366,8 @@ class Layout:
 
     def offset_of(self, shape, index, *, pad_lo=None, pad_hi=None) -> int:
         """Offset in **elements** of logical ``index`` (one int per logical dim) in the packed
-        buffer of a ``shape`` tensor. Raises LayoutError for an index out of range or a bad shape,
+        buffer of a ``shape`` tensor; kept in elements for compatibility, while the registry's
+        ``Format.offset_of`` gives bytes (docs/formats.md §3.2). Raises LayoutError for an index out of range or a bad shape,
         TypeError for an index entry that is not an integer."""
         return self.bind(shape, np.uint8, pad_lo=pad_lo, pad_hi=pad_hi).offset_of(index)
 
@@ -427,8 +428,28 @@ def _as_layout(layout) -> Layout:
     if isinstance(layout, Layout):
         return layout
     if isinstance(layout, str):
-        return _parsed(layout)
+        try:
+            return _parsed(layout)
+        except LayoutError as e:
+            hint = _registry_hint(layout)
+            if not hint:
+                raise
+            first, nl, rest = str(e).partition("\n")
+            raise LayoutError(f"{first}; {hint}{nl}{rest}") from None
     raise TypeError(f"layout: expected a npupack.Layout or its text, got {type(layout).__name__}")
+
+
+def _registry_hint(text: str) -> str:
+    """For text the grammar refuses: the registered format it names (``"b_fs_yx_fsv16"`` is
+    ``openvino:b_fs_yx_fsv16``), else the closest registered names (docs/formats.md §1)."""
+    from npupack import formats
+
+    try:
+        f = formats.get(text)
+    except (ValueError, TypeError):
+        close = formats.closest(text, 3)
+        return f"closest registered formats: {', '.join(close)}" if close else ""
+    return f"{text!r} is the registered format {f.name}: use npupack.formats.get({f.name!r}).pack(x)"
 
 
 def _check_dtype(dtype, what: str) -> np.dtype:

@@ -16,6 +16,7 @@ import numpy as np
 
 from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
+from npupack.formats.aliases import registry_words
 from npupack.layout import (Dim, check_bool, check_dims, check_int, check_no_nan, check_out, check_whole,
                             little_endian, strided_layout)
 
@@ -134,6 +135,7 @@ def tensor_layout(layout) -> str:
                            "(docs/horizon.md §4.2)")
 
 
+@registry_words("horizon.aligned_shape")
 def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "input", tensor_type=None,
                   rule="x3") -> tuple:
     """Predict ``alignedShape`` from ``validShape`` (docs/horizon.md §4.2).
@@ -146,6 +148,8 @@ def aligned_shape(valid_shape, dtype, *, layout: str = "NHWC", role: str = "inpu
     role : "input" or "output"
     tensor_type : optional; NV12 / Y image types are not aligned by shape (use :func:`pack_nv12`)
     rule : a registered name ("x3", "x5") or an :class:`AlignmentRule`
+        Also given as ``target=``, the registry's word (docs/formats.md §3.1); ``rule`` is the older
+        spelling, kept as an alias for one release.
 
     Returns
     -------
@@ -393,12 +397,14 @@ def _row_stride(w: int, w_align, rule) -> int:
     return -(-w // a) * a
 
 
+@registry_words("horizon.pack_nv12")
 @gate("y", "uv")
 def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
     """NV12 planes (docs/horizon.md §5): ``y`` (H, W) and ``uv`` (H/2, W/2, 2) uint8 -> one buffer of
     ``H*Ws*3/2`` bytes (Y rows of ``Ws`` bytes, then interleaved UV rows), or ``(y_buf, uv_buf)``
     with ``separate=True``. ``Ws = align(W, w_align or rule.image_w_align)`` (16 on X3/X5, pass
-    32 for J6/S100); row tails are 0. Raises LayoutError for odd H/W or mismatched planes,
+    32 for J6/S100); row tails are 0; ``target=`` is the registry's word for ``rule`` (docs/formats.md
+    §3.1). Raises LayoutError for odd H/W or mismatched planes,
     TypeError for planes that are not uint8, a ``separate`` that is not a bool or a ``w_align``
     that is not an integer, ValueError for a ``w_align`` < 1.
 
@@ -423,10 +429,12 @@ def pack_nv12(y, uv, *, w_align=None, rule="x3", separate=False):
     return np.concatenate([ybuf, uvbuf])
 
 
+@registry_words("horizon.unpack_nv12")
 @gate("buf", "uv_buf")
 def unpack_nv12(buf, height: int, width: int, *, w_align=None, rule="x3", uv_buf=None):
     """Inverse of :func:`pack_nv12`: returns ``(y, uv)``, uint8 ``(H, W)`` and ``(H/2, W/2, 2)``
-    (docs/horizon.md §5). Give the UV plane as ``uv_buf`` for NV12_SEPARATE buffers. Raises LayoutError
+    (docs/horizon.md §5). Give the UV plane as ``uv_buf`` for NV12_SEPARATE buffers; ``target=`` is the
+    registry's word for ``rule`` (docs/formats.md §3.1). Raises LayoutError
     for odd sizes, sizes < 2 or buffers shorter than their planes, TypeError for a height, width
     or ``w_align`` that is not an integer, ValueError for a ``w_align`` < 1.
 

@@ -1,6 +1,7 @@
 """The main job: pack every convolution layer of an ONNX model into NVDLA weight surfaces (DC,
-image input, Winograd, deconvolution sets; optionally compressed) and write one file per surface
-plus ``manifest.json``.
+image input, Winograd, deconvolution sets; optionally compressed), or into any registered weight
+format of another vendor (``weight_format="openvino:os_is_yx_isv16_osv16"``, through
+:mod:`npupack.job_vendor`), and write one file per surface plus ``manifest.json``.
 
 The output folder is written whole: every file goes into a new folder beside the target, which
 replaces the target in one step only when it is complete, so a reader (or a run that is killed)
@@ -29,6 +30,7 @@ from npupack.manifest import MANIFEST_VERSION, layer_fields
 from npupack.nvdla import PIXEL_FORMATS, Config, pack_weights, quantize_weights
 from npupack.nvdla.config import check_config
 from npupack.nvdla.convert import QUANTIZE_MODES
+from npupack.weight_format import NVDLA_DEFAULT, resolve
 
 __all__ = ["pack_model", "model_record"]
 
@@ -226,14 +228,35 @@ def _mode(value, modes, name: str, expected: str = "") -> None:
         raise ValueError(f"{name}: expected {expected or f'one of {tuple(modes)}'}, got {value!r}")
 
 
-def check_options(config: Config, *, precision: str, quantize: str, pixel_format, winograd: str, compress: str,
-                  image: bool) -> bool:
+#: The options that only NVDLA weights have, with the value that means "not asked for".
+NVDLA_ONLY = {"config": (None,), "pixel_format": ("auto", None), "winograd": ("off",), "compress": ("off",),
+              "image": (False,)}
+
+
+def check_options(config, *, precision: str, quantize: str, pixel_format, winograd: str, compress: str,
+                  image: bool, weight_format: str = NVDLA_DEFAULT) -> bool:
     """Check the options of :func:`pack_model` (also before :func:`npupack.bulk.pack_many` starts,
     so that a typo is one error, not one failed model or layer each); returns ``image`` as a
     bool. Raises TypeError for a ``config`` that is not a :class:`Config` or an ``image`` that is
     not a bool, ValueError for a mode or pixel format name that does not exist and for a
-    precision or compression the config lacks (docs/nvdla.md §2.3, 4.2, 11)."""
-    check_config(config)
+    precision or compression the config lacks (docs/nvdla.md §2.3, 4.2, 11). With a
+    ``weight_format`` other than ``nvdla:dc``: LayoutError / UnsupportedError (ValueErrors) for
+    a name that is not a weight format (:func:`npupack.weight_format.resolve`), ValueError for
+    a precision outside fp16 / fp32 / int8 / int16 and for any NVDLA-only option
+    (``config``, ``pixel_format``, ``winograd``, ``compress``, ``image``) given (docs/design.md §5.6)."""
+    wf = resolve(weight_format)
+    if wf is not None:
+        from npupack.job_vendor import VENDOR_PRECISIONS
+
+        for name, value in (("config", config), ("pixel_format", pixel_format), ("winograd", winograd),
+                            ("compress", compress), ("image", image)):
+            if value not in NVDLA_ONLY[name]:
+                raise ValueError(f"{name}: an NVDLA-only option ({value!r}); weight format {wf.name} takes precision, "
+                                 "quantize and calibration only")
+        _mode(precision, VENDOR_PRECISIONS, "precision")
+        _mode(quantize, QUANTIZE_MODES, "quantize")
+        return False
+    check_config(config)  # NVDLA weights need one (None included: a TypeError naming it)
     config.require_precision(precision)
     image = check_bool(image, "image")
     _mode(quantize, QUANTIZE_MODES, "quantize")
@@ -247,10 +270,12 @@ def check_options(config: Config, *, precision: str, quantize: str, pixel_format
     return image
 
 
-def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", quantize: str = "per_filter",
+def pack_model(model_path, out_dir, *, config: Config = None, precision: str = "int8", quantize: str = "per_filter",
                pixel_format="auto", winograd: str = "off", compress: str = "off", image: bool = False,
-               calibration=None, progress: bool = True, force: bool = False, extra: dict = None) -> dict:
-    """Pack every weight-bearing layer of an ONNX model as NVDLA weights: convolutions (1-D as
+               calibration=None, progress: bool = True, force: bool = False, extra: dict = None,
+               weight_format: str = NVDLA_DEFAULT) -> dict:
+    """Pack every weight-bearing layer of an ONNX model as NVDLA weights (or in another vendor's
+    weight format, ``weight_format``): convolutions (1-D as
     H = 1, transposed, grouped), fully connected ``Gemm`` / ``MatMul`` as direct convolution with
     R x S folded from the flattened cube, and quantised layers (QDQ, ``QLinearConv``, ``QGemm``,
     ``QLinearMatMul``, ``ConvInteger``, ``MatMulInteger``) with their integers as stored; layers
@@ -265,7 +290,18 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         compressed; ``<layer>`` at most 48 characters plus a short hash of long or unusual names)
         and ``manifest.json``.
     config : Config
-        Target configuration.
+        Target configuration (NVDLA only; required there, None for other weight formats).
+    weight_format : str
+        ``"nvdla:dc"`` (default: NVDLA weights, every option below applies) or a registered
+        weight format of another vendor (``"openvino:os_is_yx_isv16_osv16"``,
+        ``"onednn:OIhw16i16o"``; :func:`npupack.weight_format.resolve`). Then only
+        ``precision`` (also "fp32"), ``quantize`` and ``calibration`` apply: fp16 / fp32 store
+        the float weights, int8 / int16 quantise symmetric per output channel with round half
+        to even (``quantize="per_kernel"``: one scale), a quantised model's integers are kept;
+        grouped layers use the format's grouped form (``g_...``) or one surface per group;
+        fully connected layers pack as ``(K, C*R*S, 1, 1)``; ConvTranspose is unsupported;
+        biases are plain float32 vectors (int32 in accumulator units for integer precisions
+        with a calibration table); no SDP or batch-norm operands (docs/manifest.md §6).
     precision : {"int8", "int16", "fp16"}
         int8/int16 weights are quantised with :func:`quantize_weights` (``quantize`` mode,
         per filter by default; deconvolution per output channel, ``kernel_axis=1``; a filter
@@ -312,7 +348,9 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
         encoding, file, offset, size, alignment and sha256 (``wmb`` / ``wgs`` entries when
         compressed). Deconvolution layers list their stride-phase ``sets`` instead. Every field,
         ``manifest_version`` and the JSON Schema the manifest conforms to
-        (:func:`npupack.manifest_schema`) are described in docs/manifest.md.
+        (:func:`npupack.manifest_schema`) are described in docs/manifest.md; the entries of
+        another vendor's weight format (surface, ``format_shape``, ``group_surfaces``, ``bias``)
+        in docs/manifest.md §6.1.
 
     Raises
     ------
@@ -330,8 +368,12 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     model_path = Path(model_path)
     out = Path(out_dir)
     image = check_options(config, precision=precision, quantize=quantize, pixel_format=pixel_format,
-                          winograd=winograd, compress=compress, image=image)
+                          winograd=winograd, compress=compress, image=image, weight_format=weight_format)
     progress = check_bool(progress, "progress")
+    wf = resolve(weight_format)
+    if wf is not None:
+        return _pack_vendor(model_path, out, wf, t0, precision=precision, quantize=quantize, calibration=calibration,
+                            progress=progress, force=force, extra=extra)
     compress_mode = COMPRESS_MODES[compress]
     if pixel_format == "auto":
         pixel_format = DEFAULT_PIXEL_FORMAT[precision]
@@ -355,6 +397,29 @@ def pack_model(model_path, out_dir, *, config: Config, precision: str = "int8", 
     return manifest
 
 
+def _pack_vendor(model_path: Path, out: Path, wf, t0, *, precision, quantize, calibration, progress, force,
+                 extra) -> dict:
+    """:func:`pack_model` for a non-NVDLA weight format (:func:`npupack.job_vendor.pack_into`)."""
+    from npupack.job_vendor import pack_into
+
+    force = check_bool(force, "force")
+    check_output_dir(out, force)
+    record = model_record(model_path)
+    layers = load_onnx(model_path)
+    scales = None if calibration is None else load_calibration(calibration, precision)
+    stage = staging_dir(out)
+    try:
+        manifest = pack_into(stage, layers, record, t0, wf=wf, precision=precision, quantize=quantize,
+                             calibration=calibration, calibration_scales=scales, progress=progress,
+                             manifest_extra=extra)
+        check_output_dir(out, force)
+        swap_in(stage, out)
+    except BaseException:  # failed or interrupted: nothing of this run stays
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return manifest
+
+
 def _pack_into(out: Path, layers, batchnorms, scales, record, t0, *, config, precision, quantize, pixel_format,
                winograd, compress, compress_mode, image, calibration, progress, manifest_extra) -> dict:
     """The body of :func:`pack_model`: every layer and operand packed into the folder ``out``."""
@@ -363,16 +428,9 @@ def _pack_into(out: Path, layers, batchnorms, scales, record, t0, *, config, pre
     entries, bytes_in, bytes_out = [], 0, 0
     keys = _unique_keys([layer.name for layer in layers])
     for index, layer in enumerate(bar):
-        entry = {"name": layer.name, "key": keys[index], "op_type": layer.op_type, **layer_fields(layer)}
+        entry = layer_entry(layer, keys[index], lambda lay: _unsupported_reason(lay, precision))
         entries.append(entry)
-        if getattr(layer, "error", None):
-            entry.update(status="error", reason=layer.error)
-            continue
-        if layer.weights is not None:
-            entry["logical_shape"] = list(layer.weights.shape)
-        reason = _unsupported_reason(layer, precision)
-        if reason:
-            entry.update(status="unsupported", reason=reason)
+        if "status" in entry:
             continue
         try:
             result, scales_used, extra = _pack_layer(layer, config, precision, quantize, pixel_format, winograd,
@@ -418,7 +476,7 @@ def _pack_into(out: Path, layers, batchnorms, scales, record, t0, *, config, pre
     counts = {s: sum(e["status"] == s for e in entries) for s in ("packed", "unsupported", "error")}
     manifest = {
         "manifest_version": MANIFEST_VERSION,
-        "npupack_version": __version__, "format": "nvdla", "target": config.name,
+        "npupack_version": __version__, "format": "nvdla", "weight_format": NVDLA_DEFAULT, "target": config.name,
         "config": {**asdict(config), "precisions": list(config.precisions)},
         "precision": precision, "winograd": winograd, "compress": compress,
         "model": record,
@@ -429,6 +487,22 @@ def _pack_into(out: Path, layers, batchnorms, scales, record, t0, *, config, pre
         **(manifest_extra or {}),
     }
     return sink.finish(manifest)
+
+
+def layer_entry(layer, key: str, unsupported) -> dict:
+    """A layer's manifest entry before it is packed (docs/manifest.md): with ``status`` "error"
+    where the model loader refused it, "unsupported" with the reason ``unsupported(layer)`` gives
+    (None: the layer is to be packed)."""
+    entry = {"name": layer.name, "key": key, "op_type": layer.op_type, **layer_fields(layer)}
+    if getattr(layer, "error", None):
+        entry.update(status="error", reason=layer.error)
+        return entry
+    if layer.weights is not None:
+        entry["logical_shape"] = list(layer.weights.shape)
+    reason = unsupported(layer)
+    if reason:
+        entry.update(status="unsupported", reason=reason)
+    return entry
 
 
 def _quantization(layer, precision: str, quantize: str):

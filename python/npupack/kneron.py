@@ -18,6 +18,7 @@ import numpy as np
 from npupack._gate import gate
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
+from npupack.formats.aliases import registry_words
 from npupack.grammar import Layout, Tile
 from npupack.layout import (Dim, cache_safe, check_bool, check_dims, check_dtype, check_int, check_no_nan, check_out,
                             check_whole, little_endian, strided_layout)
@@ -258,9 +259,11 @@ def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
     return lay, chip, desc, shape, total, dtype
 
 
+@registry_words("kneron.nbytes")
 def nbytes(layout, shape, *, chip: str, stride_npu=None) -> int:
     """Bytes of the NPU buffer (docs/kneron.md §6.1, 6.2, 7.5) for ``shape`` ((C, H, W) / (1, C, H, W)
-    on v1 chips, the ONNX shape on v2 chips). Raises as :func:`pack`."""
+    on v1 chips, the ONNX shape on v2 chips). ``target=`` is the registry's word for ``chip``
+    (docs/formats.md §3.1). Raises as :func:`pack`."""
     return _plan(layout, shape, chip, stride_npu)[4]
 
 
@@ -279,6 +282,7 @@ def _input_array(x, lay: DataLayout, dtype: np.dtype) -> np.ndarray:
     return arr.view(dtype) if arr.dtype != dtype else arr
 
 
+@registry_words("kneron.pack")
 @gate("x")
 def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=None, out=None) -> np.ndarray:
     """Lay a tensor out for the Kneron NPU (docs/kneron.md §6, 7).
@@ -293,6 +297,8 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         layout is a TypeError (use :func:`quantize`). Not modified.
     layout : DataLayout, vendor name ("4W4C8B") or value
     chip : {"kl520", "kl630", "kl720", "kl730", "kl830"}
+        Also given as ``target=``, the registry's word (docs/formats.md §3.1); ``chip`` is the
+        older spelling, kept as an alias for one release. Both with different values: TypeError.
     stride_npu : sequence of int, scalars per axis
         Required on KL730/KL830 (from the NEF); ignored on v1 chips.
     stride_onnx : sequence of int, optional
@@ -338,6 +344,7 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
     return buf
 
 
+@registry_words("kneron.unpack")
 @gate("buf")
 def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=None,
            allow_input_only=False) -> np.ndarray:
@@ -349,8 +356,9 @@ def unpack(buf, layout, shape, *, chip: str, stride_npu=None, stride_onnx=None, 
 
     Input-only layouts (4W4C8B, the HW* formats) cannot be NPU outputs: decoding one raises
     UnsupportedError unless ``allow_input_only=True`` (round trips, simulators). Layouts as
-    :func:`pack` (docs/kneron.md §3, 7). Otherwise raises as :func:`pack`, LayoutError when ``buf`` is
-    too short, and TypeError when ``allow_input_only`` or ``clear_lsb`` is not a bool."""
+    :func:`pack` (docs/kneron.md §3, 7); ``target=`` is the registry's word for ``chip`` (docs/formats.md
+    §3.1). Otherwise raises as :func:`pack`, LayoutError when ``buf`` is too short, and TypeError when
+    ``allow_input_only`` or ``clear_lsb`` is not a bool."""
     allow_input_only = check_bool(allow_input_only, "allow_input_only")
     lay, chip, desc, eshape, total, dtype = _plan(layout, shape, chip, stride_npu, stride_onnx)
     if lay in _INPUT_ONLY and not allow_input_only:

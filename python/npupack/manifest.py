@@ -12,7 +12,7 @@ __all__ = ["MANIFEST_VERSION", "manifest_schema", "validate_manifest", "layer_fi
 
 #: Version of the manifest's structure (docs/manifest.md §1): the major number changes when a
 #: field changes meaning or goes away, the minor one when fields are added.
-MANIFEST_VERSION = "1.1"
+MANIFEST_VERSION = "1.2"
 
 
 @lru_cache(maxsize=1)

@@ -284,7 +284,8 @@ def packed_shape(name: str, shape, *, pad_lo=None, pad_hi=None, padding=None) ->
 
 
 def offset_of(name: str, shape, index, *, pad_lo=None, pad_hi=None, padding=None) -> int:
-    """Offset in **elements** of logical ``index`` (same rank as ``shape``; docs/openvino.md §3.2).
+    """Offset in **elements** of logical ``index`` (same rank as ``shape``; docs/openvino.md §3.2); the
+    registry's ``npupack.formats.get("openvino:" + name).offset_of`` gives bytes (docs/formats.md §3.2).
     Raises LayoutError for a mismatched or out-of-range index, TypeError for an index entry that is
     not an integer, otherwise as :func:`pack`."""
     lay, eshape, lo, hi = _prepare(name, shape, *_pads(padding, pad_lo, pad_hi))

@@ -4,7 +4,9 @@ a verification of the whole directory (``npupack verify``) that also unpacks eve
 
 What a consumer of packed weights needs before loading them onto hardware, or after copying a
 model zoo's packed weights around: that no byte changed and that every surface still decodes
-with the mapping its manifest entry describes (docs/nvdla.md §5.4, 11.1, 15).
+with the mapping its manifest entry describes (docs/nvdla.md §5.4, 11.1, 15). Weights packed in
+another vendor's format (``npupack pack --format openvino:...``) are read back through that
+format's ``unpack`` and, given the model, checked value for value against it (docs/manifest.md §6).
 """
 from __future__ import annotations
 
@@ -37,11 +39,15 @@ class _Reader:
             self.manifest = json.loads(read_inside(self.out, "manifest.json", "out_dir"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"out_dir: {path} is not JSON ({e})") from None
-        if not isinstance(self.manifest, dict) or self.manifest.get("format") != "nvdla":
-            raise ValueError(f"out_dir: {path} is not a manifest written by npupack pack (format 'nvdla')")
+        fmt = self.manifest.get("format") if isinstance(self.manifest, dict) else None
+        # Another vendor's weights: the manifest names the weight format instead of a config.
+        self.vendor = isinstance(fmt, str) and fmt != "nvdla" and isinstance(self.manifest.get("weight_format"), str)
+        if fmt != "nvdla" and not self.vendor:
+            raise ValueError(f"out_dir: {path} is not a manifest written by npupack pack (format 'nvdla', or a "
+                             "weight_format)")
         try:
-            cfg = self.manifest["config"]
-            self.config = Config(**{**cfg, "precisions": tuple(cfg["precisions"])})
+            cfg = self.manifest["config"] if not self.vendor else None
+            self.config = None if self.vendor else Config(**{**cfg, "precisions": tuple(cfg["precisions"])})
             for key, rows in (("layers", self.manifest["layers"]), ("batchnorms", self.manifest.get("batchnorms", []))):
                 if not (isinstance(rows, list) and all(isinstance(r, dict) and isinstance(r.get("name"), str)
                                                        for r in rows)):
@@ -90,9 +96,11 @@ class _Reader:
             raise ValueError(f"{label}: the manifest entry is malformed ({e})") from None
 
     def surfaces(self, entry: dict):
-        """WeightSurfaces of a packed layer entry (a tuple of sets for deconvolution); errors
-        name the layer."""
+        """WeightSurfaces of a packed layer entry (a tuple of sets for deconvolution), or the
+        PackedWeights of another vendor's format; errors name the layer."""
         label = f"layer {entry.get('key', entry.get('name'))!r}"
+        if self.vendor:
+            return self._vendor(entry, label)
         if "sets" in entry and not (isinstance(entry["sets"], list) and entry["sets"]):
             raise ValueError(f"{label}: the manifest entry lists no weight sets")
         try:
@@ -103,6 +111,24 @@ class _Reader:
         except (TypeError, AttributeError) as e:  # a field of the wrong JSON type
             raise ValueError(f"{label}: the manifest entry is malformed ({type(e).__name__}: {e})") from None
         return sets if entry["kind"] == "deconv" else sets[0]
+
+    def _vendor(self, entry: dict, label: str) -> "PackedWeights":
+        try:
+            parts = entry.get("group_surfaces") or [entry]
+            data = tuple(self.read(p, f"{label} weight" + (f" group {p['group']}" if "group" in p else ""))
+                         for p in parts)
+            bias = entry.get("bias")
+            bias_arr = None if bias is None else self.read(bias, f"{label} bias").view(
+                "<i4" if bias["dtype"] == "int32" else "<f4")
+            return PackedWeights(data=data, weight_formats=tuple(p.get("weight_format", entry["weight_format"])
+                                                                 for p in parts),
+                                 format_shapes=tuple(tuple(p["format_shape"]) for p in parts),
+                                 logical_shape=tuple(entry["logical_shape"]), precision=entry["precision"],
+                                 scales=entry["scales"], bias=bias_arr)
+        except KeyError as e:
+            raise ValueError(f"{label}: the manifest entry has no {e}") from None
+        except (TypeError, AttributeError) as e:
+            raise ValueError(f"{label}: the manifest entry is malformed ({type(e).__name__}: {e})") from None
 
     def _one(self, entry: dict, part: dict, label: str) -> WeightSurfaces:
         kind = entry["kind"]
@@ -158,6 +184,57 @@ def load_packed(out_dir) -> dict:
     return layers
 
 
+class PackedWeights:
+    """One layer packed in a non-NVDLA weight format, as read back (docs/manifest.md §6).
+
+    Attributes
+    ----------
+    data : tuple of numpy.ndarray
+        uint8, one per surface (one per group when the format has no grouped form), each the
+        ``size`` bytes of its file, sha256-checked.
+    weight_formats : tuple of str
+        The format of each surface (a grouped layer's may be the ``g_`` form).
+    format_shapes : tuple of tuple
+        Each surface's tensor shape in its format's logical order.
+    logical_shape : tuple
+        ``(K, C/group, R, S)`` (fully connected ``(K, C*R*S, 1, 1)``).
+    precision : str
+        ``"fp16"``, ``"fp32"``, ``"int8"`` or ``"int16"``.
+    scales : list of float or None
+        Per output channel: real weight = integer x scale (integer precisions).
+    bias : numpy.ndarray or None
+        float32 or int32 ``(K,)``.
+    """
+
+    def __init__(self, *, data, weight_formats, format_shapes, logical_shape, precision, scales, bias):
+        self.data, self.weight_formats, self.format_shapes = data, weight_formats, format_shapes
+        self.logical_shape, self.precision, self.scales, self.bias = logical_shape, precision, scales, bias
+
+    def unpack(self) -> np.ndarray:
+        """The layer's weights ``logical_shape`` in the precision's dtype, read through each
+        surface's format (groups concatenated along K). Raises ValueError (LayoutError) for a
+        surface the format cannot read (too short, unknown format, unknown precision)."""
+        from npupack.weight_format import PRECISION_DTYPES, resolve
+
+        if self.precision not in PRECISION_DTYPES:
+            raise ValueError(f"precision: {self.precision!r} is not one of {tuple(PRECISION_DTYPES)}")
+        dt = PRECISION_DTYPES[self.precision]
+        parts = [resolve(name).unpack(buf, shape, dt)
+                 for buf, name, shape in zip(self.data, self.weight_formats, self.format_shapes)]
+        k = self.logical_shape[0] // len(parts)
+        return np.concatenate([p.reshape((k,) + tuple(self.logical_shape[1:])) for p in parts], axis=0)
+
+    def repack(self) -> tuple:
+        """Each surface packed again from :meth:`unpack`: equal to ``data`` byte for byte when
+        every element and every zero-filled byte is as the format writes it."""
+        from npupack.weight_format import resolve
+
+        values = self.unpack()
+        k = values.shape[0] // len(self.data)
+        return tuple(resolve(name).pack(values[i * k:(i + 1) * k].reshape(shape), precision=self.precision)
+                     for i, (name, shape) in enumerate(zip(self.weight_formats, self.format_shapes)))
+
+
 class PackedLayers(dict):
     """The packed layers of an output folder: layer key -> surfaces, in manifest order; also
     indexed by the layer's position in the manifest's ``layers`` list (an int). Keys are the
@@ -188,7 +265,7 @@ def _keys(entries) -> list:
     return keys
 
 
-def verify_packed(out_dir) -> dict:
+def verify_packed(out_dir, model=None) -> dict:
     """Check a :func:`npupack.job.pack_model` output directory: the sha256 of every surface the
     manifest lists (weights, WMB/WGS, SDP operands; with ``--image`` also the whole image), and
     that every packed layer unpacks with its manifest's mapping (:func:`unpack_weights`: fields
@@ -196,12 +273,19 @@ def verify_packed(out_dir) -> dict:
     transformed ``(K, C_ext, 4, 4)`` tensor) and every SDP operand with its use, mode,
     precision, components and shape (:func:`unpack_sdp`: a surface of the layout's size).
     A :func:`npupack.bulk.pack_many` output directory (``summary.json`` and one directory per
-    model) is checked model by model.
+    model) is checked model by model. Layers in another vendor's weight format
+    (:class:`PackedWeights`) are unpacked through their format and packed again, which must
+    give every byte back (elements and zero fill); with ``model`` their values must equal the
+    model's weights after the same conversion or quantisation, bit for bit, and their scales
+    the manifest's (:func:`npupack.job_vendor.layer_tensor`; docs/manifest.md §6.3).
 
     Parameters
     ----------
     out_dir : path
         The directory (``manifest.json`` and the files it names), or a pack-many directory.
+    model : path, optional
+        The ONNX model the directory was packed from (its sha256 must be the manifest's);
+        non-NVDLA manifests only, ignored for NVDLA ones.
 
     Returns
     -------
@@ -229,6 +313,7 @@ def verify_packed(out_dir) -> dict:
     reader = _Reader(out)
     problems, layers = [], 0
     not_packed = _not_packed(reader.manifest)
+    expected = _model_layers(reader.manifest, model, problems) if reader.vendor and model is not None else None
     for entry in reader.manifest["layers"]:
         if entry.get("status") != "packed":
             continue
@@ -237,6 +322,9 @@ def verify_packed(out_dir) -> dict:
             surfaces = reader.surfaces(entry)
         except (ValueError, OSError) as e:
             problems.append(str(e))
+            continue
+        if reader.vendor:
+            problems += _check_vendor_layer(entry, surfaces, reader.manifest, expected)
             continue
         try:
             unpack_weights(surfaces, logical=entry["kind"] != "winograd")
@@ -266,6 +354,52 @@ def verify_packed(out_dir) -> dict:
                      for p in sorted(out.iterdir()) if p.name not in listed]
     return {"layers": layers, "parts": reader.parts, "bytes": reader.bytes, "problems": problems,
             "not_packed": not_packed}
+
+
+def _model_layers(manifest: dict, model, problems: list):
+    """layer key -> ConvLayer of ``model``, or None (with a problem) when it is not the packed model."""
+    from npupack.job import _unique_keys, model_record
+    from npupack.model import load_onnx
+
+    record = model_record(model)
+    if record.get("sha256") != manifest.get("model", {}).get("sha256"):
+        problems.append(f"model: {model} has sha256 {record['sha256']}, the manifest's model has "
+                        f"{manifest.get('model', {}).get('sha256')}")
+        return None
+    layers = load_onnx(model)
+    return dict(zip(_unique_keys([layer.name for layer in layers]), layers))
+
+
+def _check_vendor_layer(entry: dict, packed: PackedWeights, manifest: dict, expected) -> list:
+    """Problems of one non-NVDLA layer: bytes that its format does not give back, values or
+    scales other than the model's after the same conversion."""
+    label = f"layer {entry.get('key', entry.get('name'))!r}"
+    try:
+        values = packed.unpack()
+        again = packed.repack()
+    except (ValueError, TypeError) as e:
+        return [f"{label} does not unpack: {e}"]
+    bad = [i for i, (a, b) in enumerate(zip(again, packed.data)) if a.tobytes() != b.tobytes()]
+    if bad:
+        return [f"{label}: surface {bad[0]} is not what {packed.weight_formats[bad[0]]} packs for its own values "
+                "(an element out of place or a fill byte that is not 0)"]
+    if expected is None:
+        return []
+    layer = expected.get(entry.get("key", entry.get("name")))
+    if layer is None:
+        return [f"{label}: not a layer of the model"]
+    from npupack.job_vendor import layer_tensor
+
+    try:
+        want, scales, _, _ = layer_tensor(layer, packed.precision, manifest.get("quantize") or "per_filter")
+    except (ValueError, TypeError) as e:
+        return [f"{label}: the model's weights cannot be converted ({e})"]
+    if want.shape != values.shape or np.ascontiguousarray(want).tobytes() != values.tobytes():
+        return [f"{label}: the packed values differ from the model's weights as {packed.precision}"]
+    if (scales is None) != (packed.scales is None) or \
+            (scales is not None and [float(v) for v in scales] != list(packed.scales)):
+        return [f"{label}: the manifest's scales differ from the model's"]
+    return []
 
 
 def _files_named(obj) -> set:

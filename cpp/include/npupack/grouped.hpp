@@ -1,6 +1,8 @@
 // Grouped convolution weights straight into the DC surface, without building the densified
 // (K, C, R, S) tensor: the surface is zeroed, then each of the K*(C/G)*R*S real weights is
 // written at its DC offset (docs/nvdla.md §6.1, 7.1). Depthwise layers touch 1/C of the surface.
+// The DC descriptor of the densified tensor is the rule; this loop is a faster path for it (most
+// of a grouped surface is zero) and the tests check it against the descriptor.
 #pragma once
 #include <cstdint>
 

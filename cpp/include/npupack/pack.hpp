@@ -7,6 +7,7 @@
 // the reference path computes offset_of for every element and exists to check the fast path.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "npupack/layout.hpp"
@@ -54,5 +55,14 @@ void unpack(const BlockedLayout& layout, const char* packed, int64_t packed_size
             const std::vector<int64_t>& logical_strides);
 void unpack_reference(const BlockedLayout& layout, const char* packed, int64_t packed_size,
                       char* logical, const std::vector<int64_t>& logical_strides);
+
+// The plan that pack (to_packed) or unpack of a C-contiguous logical tensor runs on this
+// layout, as text: its loops, the strategy taken from the ordered list and why, and its options
+// (docs/design.md §3.12). `pad` as for pack. Nothing is read, written or allocated per element.
+std::string describe_plan(const BlockedLayout& layout, bool to_packed, const char* pad);
+// The name of that plan's strategy.
+std::string plan_strategy(const BlockedLayout& layout, bool to_packed, const char* pad);
+// The names of the ordered strategy list, in the order tried.
+std::vector<std::string> plan_strategies();
 
 }  // namespace npupack

@@ -30,6 +30,8 @@ class SpreadPlan {
     int32_t window[2];
     int32_t offset;
   };
+  // The chunks of one block, for the kernel tester.
+  const std::vector<Chunk>& chunks() const { return chunks_; }
 
  private:
   std::vector<Chunk> chunks_;

@@ -20,6 +20,12 @@ void transpose(const char* src, int64_t src_stride, char* dst, int64_t dst_strid
 void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t dst_stride, int64_t rows,
                       int64_t cols, int64_t eb);
 
+// `count` transpose_stream calls, matrix i at src + i * src_step and dst + i * dst_step (byte
+// steps), the kernel chosen once for all of them: a strided pass of many small matrices (one
+// 16 x 16 block per call) would otherwise pay the list's selection for each.
+void transpose_stream_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
+                            int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb);
+
 // transpose (stream = false) or transpose_stream (stream = true) of 16-bit elements that also
 // tests every half it moves for fp16 INF/NaN (pack_checked's watch of a slab): 1 when all were
 // finite, 0 when one was INF or NaN, and -1, with nothing moved, where the kernel those would
@@ -32,8 +38,8 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 // the kernel is chosen once for all of them. [ahead, ahead + ahead_bytes) is a source range the
 // caller reads next; kernels that read each row once prefetch it between their blocks (else it
 // is ignored, and the caller remains responsible for it). Returns whether it was prefetched.
-// `path` (for tests) caps the instruction sets of the AVX kernels: kAvx2 keeps them off
-// AVX-512, kSsse3 and kScalar off AVX2 as well (the SSE2 and SSSE3 kernels run as usual).
+// `path` (for tests) caps the kernels' instruction sets: kAvx2 keeps them off AVX-512, kSsse3 off
+// AVX2 as well, kScalar leaves the plain C++ kernels only (docs/design.md §4.9).
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb,
                      const char* ahead = nullptr, int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto);

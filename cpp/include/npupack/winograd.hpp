@@ -1,10 +1,12 @@
 // NVDLA Winograd weights: channel padding, channel extension for strided kernels, the GWG^T
-// transform in float64, rounding to the target precision and the 4x4x4 cube mapping, in one pass.
-// Spec: docs/nvdla.md §9.
+// transform in float64, rounding to the target precision and the 4x4x4 cube mapping, in one pass
+// that writes each cube where the Winograd descriptor of (K, C_ext, 4, 4) places it (the
+// descriptor is the rule; the kernels check its cube order). Spec: docs/nvdla.md §9.
 #pragma once
 #include <cstdint>
 
 #include "npupack/convert.hpp"
+#include "npupack/layout.hpp"
 
 namespace npupack {
 
@@ -25,11 +27,13 @@ struct WinogradSpec {
   double scale;                 // int8/int16 targets: multiplies t before rounding
 };
 
-// Meaningful bytes of the mapped surface: K * C_ext * 16 * es, C_ext = c_pad * sy * sx.
-// Throws LayoutError for an inconsistent spec or a size that overflows.
-int64_t winograd_bytes(const WinogradSpec& spec);
+// Throws LayoutError for an inconsistent spec, a descriptor `full` that is not (K, C_ext, 4, 4)
+// with C_ext = c_pad * sy * sx in the target's element size or whose cube rows are not runs of
+// kpg 4x4x4 cubes, or an output smaller than full.nbytes().
+void check_winograd(const WinogradSpec& spec, const BlockedLayout& full, int64_t dst_size);
 
-// Writes winograd_bytes(spec) bytes to dst (dst_size must be at least that; checked first).
-void winograd_pack(const char* src, WgSource type, const WinogradSpec& spec, char* dst, int64_t dst_size);
+// Writes full.nbytes() bytes to dst (checked first, as check_winograd).
+void winograd_pack(const char* src, WgSource type, const WinogradSpec& spec, const BlockedLayout& full, char* dst,
+                   int64_t dst_size);
 
 }  // namespace npupack

@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from npupack._gate import gate
+from npupack.formats.aliases import registry_words
 from npupack.errors import LayoutError
 from npupack.layout import (BlockedLayout, Dim, as_byte_buffer, check_bool, check_dims, check_dtype, check_int,
                             check_out, little_endian)
@@ -51,6 +52,7 @@ def _stride_arg(value, name: str):
     return None if value is None else check_int(value, name)
 
 
+@registry_words("nvdla.feature_strides")
 def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_stride=None,
                     surface_stride=None, batch_stride=None) -> FeatureStrides:
     """Strides and size of a feature cube (docs/nvdla.md §3.2), without packing anything.
@@ -114,6 +116,7 @@ def feature_strides(shape, precision: str, config: Config = NV_FULL, *, line_str
     return FeatureStrides(ls, ss, bs, nbytes, g)
 
 
+@registry_words("nvdla.feature_layout")
 def feature_layout(shape, precision: str, config: Config = NV_FULL, *, line_stride=None, surface_stride=None,
                    batch_stride=None) -> BlockedLayout:
     """The engine descriptor of a feature cube (logical dims N, C, H, W; docs/nvdla.md §3.1).
@@ -136,6 +139,7 @@ def _feature_layout(nchw, precision: str, config: Config, st: FeatureStrides) ->
     )
 
 
+@registry_words("nvdla.pack_feature")
 @gate("x")
 def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, line_stride=None,
                  surface_stride=None, batch_stride=None, rounding: str = "nearest_even",
@@ -218,6 +222,7 @@ def _default_layout(shape, dtype, precision, config: Config) -> tuple:
     return precision, feature_layout(shape, precision, config)
 
 
+@registry_words("nvdla.unpack_feature")
 @gate("buf")
 def unpack_feature(buf, shape, dtype=None, *, config: Config = NV_FULL, precision: str | None = None,
                    line_stride=None, surface_stride=None, batch_stride=None) -> np.ndarray:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from npupack._gate import gate
+from npupack.formats.aliases import registry_words
 from npupack import _core
 from npupack.errors import LayoutError
 from npupack.layout import check_int, check_out, little_endian
@@ -344,6 +345,7 @@ def _raw(a, name: str) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1)
 
 
+@registry_words("nvdla.prune")
 @gate("w")
 def prune(w, sparsity: float, *, precision: str | None = None, config: Config = NV_FULL, kernel_axis: int = 0):
     """Magnitude pruning per kernel group, for compression experiments.

@@ -1,10 +1,12 @@
 """NVDLA Winograd weights (docs/nvdla.md §9).
 
-Steps, all in one C++ pass: pad C to the atom (``C_pad``); for strides > 1 extend channels by
-stride phase, ``c' = (py*sx + px)*C_pad + c`` with ``g[k][c'][r][s] = w[k][c][r*sy+py][s*sx+px]``
-(zero outside the kernel), which needs ``ceil(R/sy) == ceil(S/sx) == 3``; transform every 3x3
-slice ``t = G g Gᵀ`` in float64; round to the target precision; map 4x4x4 cubes (c fastest, then
-s, then r), inside a kernel group cube 0 of every kernel, then cube 1, ...; tail to 128 bytes.
+Steps: pad C to the atom (``C_pad``); for strides > 1 extend channels by stride phase,
+``c' = (py*sx + px)*C_pad + c`` with ``g[k][c'][r][s] = w[k][c][r*sy+py][s*sx+px]`` (zero outside
+the kernel), which needs ``ceil(R/sy) == ceil(S/sx) == 3``; transform every 3x3 slice
+``t = G g Gᵀ`` in float64; round to the target precision; map 4x4x4 cubes (c fastest, then s,
+then r), inside a kernel group cube 0 of every kernel, then cube 1, ...; tail to 128 bytes. One
+C++ pass does it all, writing each cube where the descriptor of :func:`winograd_layout` (the one
+rule of the mapping) places it.
 """
 from __future__ import annotations
 
@@ -42,11 +44,18 @@ def winograd_shape(shape, stride, precision: str, config: Config) -> tuple[int, 
     return k, roundup(c, config.atom_elements(precision)) * sy * sx, 4, 4
 
 
+def winograd_descriptor(shape, stride, precision: str, config: Config) -> BlockedLayout:
+    """The descriptor of the Winograd surface of logical weights ``(K, C, R, S)`` at ``stride``:
+    :func:`winograd_layout` of :func:`winograd_shape`. The one source of the surface's size for
+    packing and :func:`npupack.nvdla.weights_nbytes` (docs/nvdla.md §9.6). Raises as those two."""
+    return _winograd_layout(winograd_shape(shape, stride, precision, config), precision, config)
+
+
 def winograd_layout(packed_shape, precision: str, config: Config) -> BlockedLayout:
     """Engine descriptor of the mapped Winograd tensor ``(K, C_ext, 4, 4)`` (docs/nvdla.md §9.6):
     ragged kernel groups of ``kpg``, 4-channel blocks, nest ``K/kpg, C/4, kpg, R, S, 4``.
-    ``nbytes`` = ``K * C_ext * 16 * es`` bytes. Used to unpack; packing runs fused in C++ (and
-    the tests check the two agree). Raises LayoutError for a shape that is not
+    ``nbytes`` = ``K * C_ext * 16 * es`` bytes. Used to pack (the C++ pass takes each cube
+    row's offset from it and checks its cube order) and to unpack. Raises LayoutError for a shape that is not
     ``(K, C_ext, 4, 4)`` with ``C_ext % 4 == 0``, ValueError for an unknown precision, TypeError
     for a ``config`` that is not a Config."""
     check_config(config)
@@ -64,9 +73,26 @@ def _winograd_layout(shape, precision, config) -> BlockedLayout:
         [("K", 0), ("C", 0), ("K", 1), ("R", 0), ("S", 0), ("C", 1)], _TARGET_DTYPE[precision])
 
 
+# Checked plans by (shape, dtype, options): every check that does not depend on the values has
+# passed for the key, so a layer shape packed before skips them (a few microseconds of a small
+# layer's call). Values are still checked on every call.
+_PLANS: dict = {}
+_MAX_PLANS = 1024
+
+
 def pack_winograd(w, *, precision, config, groups, stride, post_extension, compress, rounding, saturate, scale,
                   allow_nan, out) -> WeightSurfaces:
     """kind="winograd" of :func:`npupack.nvdla.pack_weights` (docs/nvdla.md §9)."""
+    key = None
+    if type(w) is np.ndarray and compress is False and type(groups) is int and groups == 1 and \
+            isinstance(post_extension, str) and post_extension == "auto":
+        try:
+            key = (w.shape, w.dtype, precision, config, stride, rounding, saturate, scale, allow_nan)
+            plan = _PLANS.get(key)
+        except TypeError:  # an unhashable option: the checks below name it
+            key = plan = None
+        if plan is not None:
+            return plan(w, out)
     check_config(config)
     if not config.winograd:
         raise UnsupportedError(f"kind: config {config.name!r} has no Winograd mode (docs/nvdla.md §9.1; NV_FULL has it)")
@@ -76,7 +102,8 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
     compress = check_compress(compress, config)
     arr = np.asarray(w)
     precision = infer_precision(arr.dtype, precision, config, "w")
-    packed_shape = winograd_shape(arr.shape, stride, precision, config)
+    layout = winograd_descriptor(arr.shape, stride, precision, config)
+    packed_shape = layout.shape
     sy, sx = check_stride(stride)
     k, c_ext = packed_shape[:2]
     if precision == "fp16":
@@ -85,16 +112,6 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
                              "('truncate' is for int8/int16; docs/nvdla.md §9.5)")
         if scale != 1.0:
             raise ValueError(f"scale: {scale!r}; fp16 Winograd weights need no scale (docs/nvdla.md §9.5)")
-        src = arr
-        if arr.dtype.kind == "f" and not allow_nan and not _fp16_all_finite(arr):
-            bad = _first_nan(arr)
-            has_inf = _fp16_has_inf(arr) if arr.dtype == np.float16 else not np.isfinite(arr).all()
-            if bad is None and has_inf:
-                raise ValueError("w: INF in Winograd weights (the transform of INF gives NaN); pass finite "
-                                 "weights or allow_nan=True (docs/nvdla.md §9.5)")
-            if bad is not None:
-                raise ValueError(f"w: NaN at index {bad}; NaN weights are rejected unless allow_nan=True "
-                                 "(docs/nvdla.md §2.2.4)")
     else:
         if rounding not in INT_ROUNDINGS:
             raise ValueError(f"rounding: {rounding!r} is not one of {INT_ROUNDINGS} for {precision} Winograd "
@@ -108,19 +125,42 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
             raise TypeError(f"scale: expected a number, got {scale!r}") from None
         if not (np.isfinite(scale) and scale > 0):
             raise ValueError(f"scale: must be finite and > 0, got {scale} (docs/nvdla.md §9.5)")
-        src = convert_elements(arr, precision, what="w")  # integers only; range-checked
-    es = element_size(precision)
-    meaningful = k * c_ext * 16 * es
+    kpg = config.kernels_per_group(precision)
+    args = (sy, sx, c_ext // (sy * sx), kpg, layout._core,
+            _TARGET_CODE[precision], INT_ROUNDINGS.index(rounding) if precision != "fp16" else 0,
+            rounding == "nearest_away", bool(saturate), float(scale))
+    meaningful = layout.nbytes
+    tail = max(128, config.weight_size_alignment)
+    result = dict(kind="winograd", precision=precision, shape=tuple(arr.shape), packed_shape=packed_shape,
+                  kernel_groups=-(-k // kpg), bytes_per_kernel=c_ext * 16 * element_size(precision),
+                  meaningful_bytes=meaningful, config=config, stride=(sy, sx))
 
-    def write(buf: np.ndarray) -> None:
-        _core.winograd_pack(src, buf, sy, sx, c_ext // (sy * sx), config.kernels_per_group(precision),
-                            _TARGET_CODE[precision], INT_ROUNDINGS.index(rounding) if precision != "fp16" else 0,
-                            rounding == "nearest_away", bool(saturate), float(scale))
+    def run(arr: np.ndarray, out) -> WeightSurfaces:
+        src = _checked_values(arr, precision, allow_nan)
+        fields = write_surfaces(lambda buf: _core.winograd_pack(src, buf, *args), meaningful, precision=precision,
+                                config=config, kernel_group_elements=kpg * c_ext * 16, compress=compress, tail=tail,
+                                out=out)
+        return WeightSurfaces._fast(**result, **fields)
 
-    fields = write_surfaces(write, meaningful, precision=precision, config=config,
-                            kernel_group_elements=config.kernels_per_group(precision) * c_ext * 16,
-                            compress=compress, tail=max(128, config.weight_size_alignment), out=out)
-    return WeightSurfaces._fast(
-        kind="winograd", precision=precision, shape=tuple(arr.shape), packed_shape=packed_shape,
-        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=c_ext * 16 * es,
-        meaningful_bytes=meaningful, config=config, stride=(sy, sx), **fields)
+    if key is not None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = run
+    return run(arr, out)
+
+
+def _checked_values(arr: np.ndarray, precision: str, allow_nan: bool) -> np.ndarray:
+    """The weights the C++ pass reads: float weights for fp16 as they are, after the NaN / INF
+    check; integers converted to the target (range-checked)."""
+    if precision != "fp16":
+        return convert_elements(arr, precision, what="w")  # integers only; range-checked
+    if arr.dtype.kind == "f" and not allow_nan and not _fp16_all_finite(arr):
+        bad = _first_nan(arr)
+        has_inf = _fp16_has_inf(arr) if arr.dtype == np.float16 else not np.isfinite(arr).all()
+        if bad is None and has_inf:
+            raise ValueError("w: INF in Winograd weights (the transform of INF gives NaN); pass finite "
+                             "weights or allow_nan=True (docs/nvdla.md §9.5)")
+        if bad is not None:
+            raise ValueError(f"w: NaN at index {bad}; NaN weights are rejected unless allow_nan=True "
+                             "(docs/nvdla.md §2.2.4)")
+    return arr

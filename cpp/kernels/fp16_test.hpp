@@ -1,6 +1,6 @@
 // Tests on the bits of binary16 values (INF, NaN, either), scalar and 8 halves at a time, for the
-// scans of convert.cpp. (The copies and transposes that test fp16 as they move it keep the largest
-// magnitude instead: executor.hpp, transpose_narrow.hpp.)
+// scans of convert.cpp and their kernels (fp16-scan_x16_*.cpp). (The copies and transposes that test fp16 as they move it keep the largest
+// magnitude instead: row_copy.hpp, cpp/kernels/narrow_avx2.hpp.)
 // Spec: docs/nvdla.md §14 (INF/NaN policy).
 #pragma once
 #include <cstdint>

@@ -1,0 +1,23 @@
+// 2 rows of 16-bit elements interleaved into their columns (4-byte columns: Kneron 4W4C8B
+// atoms, 3-channel images padded to 4, clDNN fsv2 / fsv4 blocks), 8 columns per step
+// (interleave.hpp); a remainder element by element.
+#include "interleave.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace npupack {
+namespace kernels {
+
+bool transpose_x16_2x8_sse2_takes(const TransposeArgs& a) {
+  return sides_in(a, kStrided | kFromRowTable | kFromRowPtrs) && a.rows == 2;
+}
+
+bool transpose_x16_2x8_sse2(const TransposeArgs& a) {
+  on_sides<kStrided | kFromRowTable | kFromRowPtrs>(a, [&a](auto row, StridedOut col) {
+    interleave<2, 2>(row, col, a.cols, batch_of(a));
+  });
+  return false;
+}
+
+}  // namespace kernels
+}  // namespace npupack
+#endif  // x86

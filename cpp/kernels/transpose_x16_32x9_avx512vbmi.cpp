@@ -1,0 +1,33 @@
+// 9 columns of 16-bit elements whose rows are back to back (fp16 3x3 kernels' taps), matrices of
+// 32 rows and more: the 3x3 rotation on 512-bit registers, 32 rows per step
+// (narrow_avx512.hpp). The finite form also tests every half moved for fp16 INF / NaN.
+#include "common.hpp"
+#include "narrow_avx512.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace npupack {
+namespace kernels {
+
+bool transpose_x16_32x9_avx512vbmi_takes(const TransposeArgs& a) {
+  return sides_in(a, kStrided | kToColTable) && a.cols == 9 && a.src_stride == 18 && a.rows >= 32;
+}
+
+bool transpose_x16_32x9_avx512vbmi(const TransposeArgs& a) {
+  on_sides<kStrided | kToColTable>(a, [&a](Strided, auto col) {
+    narrow::avx512::run_taps9<2>(row_reader(a, 2), col, batch_of(a));
+  });
+  return true;
+}
+
+bool transpose_finite_x16_32x9_avx512vbmi_takes(const TransposeArgs& a) {
+  return sides_of(a) == kStrided && transpose_x16_32x9_avx512vbmi_takes(a);
+}
+
+bool transpose_finite_x16_32x9_avx512vbmi(const TransposeArgs& a) {
+  narrow::avx512::run_taps9<2>(row_reader(a, 2), StridedOut{a.dst, a.dst_stride}, batch_of(a), a.nonfinite);
+  return true;
+}
+
+}  // namespace kernels
+}  // namespace npupack
+#endif  // x86

@@ -1,0 +1,23 @@
+// Rows of 9..16 bytes read whole, matrices of 16 rows and more: the byte transpose network on
+// 128-bit registers, 16 rows per step, unused outputs pruned per column count (narrow.hpp).
+#include "common.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace npupack {
+namespace kernels {
+
+bool transpose_x8_16xn_sse2_takes(const TransposeArgs& a) {
+  return sides_in(a, kStrided | kToColTable) && a.cols >= 9 && a.cols <= 16 && a.rows >= 16 &&
+         a.src_stride >= a.cols;
+}
+
+bool transpose_x8_16xn_sse2(const TransposeArgs& a) {
+  on_sides<kStrided | kToColTable>(a, [&a](Strided, auto col) {
+    with_count<9, 16>(a.cols, [&](auto nc) { narrow::sse2::run_u8<nc()>(row_reader(a, 1), col, batch_of(a)); });
+  });
+  return true;
+}
+
+}  // namespace kernels
+}  // namespace npupack
+#endif  // x86

@@ -1,0 +1,16 @@
+// 8-bit elements one by one: every shape and side, every architecture (the reference the
+// SIMD kernels are tested against besides NumPy, and the only kernel off x86).
+#include "common.hpp"
+
+namespace npupack {
+namespace kernels {
+
+bool transpose_x8_any_scalar_takes(const TransposeArgs& a) { return sides_of(a) != kStreamed; }
+
+bool transpose_x8_any_scalar(const TransposeArgs& a) {
+  each_matrix<kAnySides & ~kStreamed>(a, [&a](auto row, auto col) { scalar<1>(row, col, 0, a.rows, 0, a.cols); });
+  return false;
+}
+
+}  // namespace kernels
+}  // namespace npupack

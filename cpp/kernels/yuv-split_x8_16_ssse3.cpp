@@ -1,0 +1,14 @@
+// The YUV 4:4:4 split of 8-bit components, 16 pixels (16 bytes of Y, 32 of UV) per step with
+// pshufb; the scalar loop moves the tail.
+#include "kernel.hpp"
+#include "yuv_split.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace npupack {
+namespace kernels {
+
+void yuv_split_x8_16_ssse3(const YuvSplitArgs& a) { NPUPACK_YUV_SPLIT_CALL(uint8_t, yuv_split_pshufb, a); }
+
+}  // namespace kernels
+}  // namespace npupack
+#endif

@@ -1,0 +1,114 @@
+// The plan of one pack or unpack over a BlockedLayout: the loop nest left after the planning
+// passes, the strategy chosen from the ordered list (strategies.hpp) and its options. Built once
+// per call by make_plan, read-only while it runs (walker.hpp holds the running state), and
+// printable (describe) so that what runs can be tested and explained.
+// Spec: docs/design.md §3.12 (the plan and the strategy list), §3.2 (the passes).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "npupack/layout.hpp"
+
+namespace npupack {
+namespace detail {
+
+struct Strategy;
+
+// Copies n elements from src (step sstep bytes) to dst (step dstep bytes).
+using RunFn = void (*)(const char*, int64_t, char*, int64_t, int64_t);
+RunFn run_for(int64_t eb);
+
+// Tuning constants (docs/performance.md gives the measurements behind each).
+inline constexpr int64_t kGroupBytes = 64 * 1024;            // column group: largest group of columns x rows
+inline constexpr int64_t kShortRowBytes = 16;                // row group: rows shorter than a SIMD block
+inline constexpr int64_t kRowGroupBytes = 64;                // row group: the rows it aims for
+inline constexpr int64_t kRowsAhead = 256;                   // row copies: prefetch distance in a strided row
+inline constexpr int64_t kTileBytes = 256 * 1024;            // tiled_nest: packed bytes of one x tile
+inline constexpr int64_t kScatterTileBytes = 16 * 1024;      // tile_blocks, scattered: the same
+// tile_blocks, one transpose per b step: the same. A tile that stays in L1 while it is built and
+// streamed out; L2-sized tiles are slower.
+inline constexpr int64_t kRowTileBytes = 16 * 1024;
+inline constexpr int64_t kTilesAhead = 2;                    // tile_blocks: tiles of rows prefetched ahead
+inline constexpr int64_t kMaxBlockBytes = 4096;              // tile_blocks: largest block of one x column
+inline constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: outputs streamed past the caches
+inline constexpr int64_t kDenseTileBytes = 8 << 20;          // tile_blocks: outputs that take it whatever the holes
+inline constexpr int64_t kStreamTransposeBytes = 16 << 20;   // transposes: outputs written with streaming stores
+
+struct Loop {
+  int axis;        // innermost layout axis of this loop (stride and count are taken from it)
+  int dim;
+  int64_t extent;  // full loop count
+  int64_t weight;  // logical-index weight of one step
+  int64_t lstep;   // logical byte step
+  int64_t pstep;   // packed byte step (non-ragged layouts)
+  bool exact;      // always runs its full extent and influences no other loop's count or stride
+  int first_axis;  // outermost layout axis merged into this loop (describe names them all)
+};
+
+struct Plan {
+  const BlockedLayout* layout = nullptr;
+  bool to_packed = true;
+  int64_t eb = 0;                    // element bytes as moved (widened, see widen_elements)
+  RunFn run = nullptr;               // strided copy of eb-byte elements
+  bool has_pad = false;              // a pad value was given (else zero)
+  char pad[8] = {};                  // the pad value, repeated to eb bytes
+  std::vector<Loop> loops;           // outer to inner, after the passes
+  int64_t origin = 0;                // logical byte offset of padded coordinate 0
+  bool takes = true;                 // the nest walk takes the layout (else: extended copy)
+  bool transpose = false;            // the last two loops are a transposed pair
+  size_t group = 0;                  // loops transposed together before the innermost (0: none)
+  std::vector<int64_t> col_poff;     // column group: packed offset of each column
+  std::vector<int64_t> row_off;      // row group: logical offset of each row (empty: none)
+  bool tiles = false;                // tile_blocks runs the loop outside the pair
+  size_t nest = 0;                   // tiled_nest: first loop of the nest it tiles (loops.size(): none)
+  bool prefetch_slabs = false;       // the next outer slab is prefetched while one is packed
+  bool stream = false;               // transposes use streaming stores
+  bool row_gaps = false;             // pack zeroes the gaps between rows itself
+  bool fills_holes = false;          // packing writes every hole: the fill pass is skipped
+  bool split = false;                // the outer loop's steps are split across threads
+  int64_t grain = 0;                 // split: steps per range at least
+  int64_t threads = 1;               // split: threads it runs on (num_threads at build time)
+  const Strategy* strategy = nullptr;
+
+  // A transposed pair whose rows are `in`'s steps and whose columns are x's: neither a column
+  // group nor a row table.
+  bool plain_pair() const { return transpose && group < 2 && row_off.empty(); }
+  bool zero_pad() const;
+  // Bytes of the (C-contiguous) logical tensor.
+  int64_t logical_bytes() const;
+  // Iterations of the outermost loop that may run on separate threads (each thread on its own
+  // walker, over a sub-range): 0 when the plan has no independent outer loop.
+  int64_t outer_steps() const;
+  // The outer loop's iterations each read one contiguous range of a C-contiguous logical tensor
+  // (see plan.cpp); `slowest`: only where that loop is the outer count of the slowest dim.
+  bool outer_slabs(bool slowest = false) const;
+  // Logical byte range [lo, hi) that outer iteration i reads (outer_slabs() holds).
+  std::pair<int64_t, int64_t> outer_slab(int64_t i) const;
+  // The transpose's x tile of tiled_nest, in columns.
+  int64_t nest_tile() const;
+  // Multi-line text: loops (extent, logical and packed step), strategy, options, and why.
+  std::string describe() const;
+};
+
+// The plan for packing (to_packed) or unpacking `L` against a logical tensor of these byte
+// strides; `pad` is one element (nullptr: zero). `L` must outlive the plan.
+Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
+               const char* pad = nullptr);
+
+// The planning passes (plan_passes.cpp), in the order make_plan runs them.
+void merge_contiguous(Plan& p);
+void widen_elements(Plan& p);
+bool move_transpose_partner(Plan& p);
+void group_transpose_columns(Plan& p);
+void group_transpose_rows(Plan& p);
+bool plan_tile_blocks(const Plan& p);
+size_t plan_tiled_nest(const Plan& p);
+bool plan_fills_holes(Plan& p);
+
+// The walk takes layouts whose swizzled dims are stored as whole blocks (run_extended.cpp).
+bool walk_takes(const BlockedLayout& L);
+
+}  // namespace detail
+}  // namespace npupack

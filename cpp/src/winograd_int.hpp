@@ -1,0 +1,110 @@
+// Winograd cubes of integer weights to integer targets at scale 1, exactly in int32
+// (docs/nvdla.md §9.4, 9.5). 4 * G g G^T is an integer combination of the taps (2G has integer
+// entries), and the float64 transform of integer taps is exact, so q = 4t here is 4 times the
+// float64 value; q / 4 is rounded by the chosen mode in integer arithmetic and saturated by the
+// packs, which gives the integers wg::round_cube gives for t (rounding is monotonic, so clamping
+// before or after it is the same). Eight lanes per register: four channels of two kernels, whose
+// cubes are neighbours in the cube row.
+#pragma once
+#include <cstdint>
+
+#include "npupack/winograd.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NPUPACK_WG_INT_AVX2 1
+
+namespace npupack {
+namespace wg {
+
+// Rows r[l] (taps 0-7 of lane l) -> r[j] (tap j of the eight lanes).
+__attribute__((target("avx2"))) inline void transpose8(__m256i r[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
+    u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+    u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
+    u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+    r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+  }
+}
+
+// q / 4 rounded as IntRounding M rounds t = q / 4 (arithmetic shifts floor).
+template <IntRounding M>
+__attribute__((target("avx2"))) inline __m256i quarter(__m256i q) {
+  if constexpr (M == IntRounding::NearestEven) {  // floor((q + 1 + bit 2 of q) / 4)
+    const __m256i odd = _mm256_and_si256(_mm256_srai_epi32(q, 2), _mm256_set1_epi32(1));
+    return _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(q, _mm256_set1_epi32(1)), odd), 2);
+  } else {  // on |q|, the sign put back: halves away from zero, or toward zero
+    const __m256i sign = _mm256_srai_epi32(q, 31);
+    __m256i m = _mm256_abs_epi32(q);
+    if constexpr (M == IntRounding::NearestAway) m = _mm256_add_epi32(m, _mm256_set1_epi32(2));
+    return _mm256_sub_epi32(_mm256_xor_si256(_mm256_srli_epi32(m, 2), sign), sign);
+  }
+}
+
+// Cubes of four channels of two kernels: lanes 0-3 read channels at a + l * cstride, lanes 4-7
+// at b + l * cstride (9 taps back to back each); written to out_a and out_b in the cube's
+// memory order (c fastest, then s, then r).
+template <WgSource S, WgTarget T, IntRounding M>
+__attribute__((target("avx2"))) void int_cube_pair(const char* a, const char* b, int64_t cstride, char* out_a,
+                                                   char* out_b) {
+  static_assert(S == WgSource::I8 || S == WgSource::I16, "signed integer sources only");
+  constexpr int64_t eb = S == WgSource::I8 ? 1 : 2;
+  __m256i g[9];
+  alignas(32) int32_t last[8];
+  for (int l = 0; l < 8; ++l) {
+    const char* p = (l < 4 ? a : b) + (l & 3) * cstride;
+    if constexpr (S == WgSource::I8) {
+      g[l] = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+      last[l] = *reinterpret_cast<const int8_t*>(p + 8);
+    } else {
+      g[l] = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      int16_t v;
+      __builtin_memcpy(&v, p + 8 * eb, 2);
+      last[l] = v;
+    }
+  }
+  transpose8(g);
+  g[8] = _mm256_load_si256(reinterpret_cast<const __m256i*>(last));
+  __m256i h[12], q[16];  // h = 2G g (4x3), q = h (2G)^T = 4 G g G^T
+  for (int j = 0; j < 3; ++j) {
+    const __m256i g0 = g[j], g1 = g[3 + j], g2 = g[6 + j], s02 = _mm256_add_epi32(g0, g2);
+    h[j] = _mm256_add_epi32(g0, g0);
+    h[3 + j] = _mm256_add_epi32(s02, g1);
+    h[6 + j] = _mm256_sub_epi32(s02, g1);
+    h[9 + j] = _mm256_add_epi32(g2, g2);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m256i h0 = h[3 * i], h1 = h[3 * i + 1], h2 = h[3 * i + 2], s02 = _mm256_add_epi32(h0, h2);
+    q[4 * i] = quarter<M>(_mm256_add_epi32(h0, h0));
+    q[4 * i + 1] = quarter<M>(_mm256_add_epi32(s02, h1));
+    q[4 * i + 2] = quarter<M>(_mm256_sub_epi32(s02, h1));
+    q[4 * i + 3] = quarter<M>(_mm256_add_epi32(h2, h2));
+  }
+  // packs work within 128-bit halves: the low half of each result is kernel a's, the high b's.
+  for (int i = 0; i < 16; i += 4) {
+    const __m256i w0 = _mm256_packs_epi32(q[i], q[i + 1]), w1 = _mm256_packs_epi32(q[i + 2], q[i + 3]);
+    if constexpr (T == WgTarget::I8) {
+      const __m256i v = _mm256_packs_epi16(w0, w1);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out_a + 4 * i), _mm256_castsi256_si128(v));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out_b + 4 * i), _mm256_extracti128_si256(v, 1));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out_a + 8 * i), _mm256_castsi256_si128(w0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out_b + 8 * i), _mm256_extracti128_si256(w0, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out_a + 8 * i + 16), _mm256_castsi256_si128(w1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out_b + 8 * i + 16), _mm256_extracti128_si256(w1, 1));
+    }
+  }
+}
+
+}  // namespace wg
+}  // namespace npupack
+#endif

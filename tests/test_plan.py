@@ -1,0 +1,217 @@
+"""npupack.plan: the printed plan of the C++ fast path (docs/design.md §3.12).
+
+The strategies expected below follow from the rules of docs/design.md §3.12 applied by hand to
+each layout (which loops merge, which pair transposes, which sizes cross a threshold), not from
+the engine's output; each case is also packed and unpacked and compared with the per-element
+reference path (offset_of, docs/design.md §2.2), so that the plan described is one that gives the
+right bytes.
+"""
+import re
+import resource
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import npupack
+from npupack import nvdla, openvino, plan
+from npupack.errors import LayoutError
+
+ORDER = ("extended", "single_run", "column_group", "row_group", "tile_blocks", "tiled_nest", "batch_pairs",
+         "transpose", "copy_rows", "copy_runs", "reference")
+
+
+def _strategy_line(text):
+    m = re.search(r"^strategy: (\w+) \(entry (\d+) of (\d+)", text, re.M)
+    assert m, text
+    return m.group(1), int(m.group(2)), int(m.group(3))
+
+
+def _bound(layout, shape, dtype):
+    if isinstance(layout, npupack.BlockedLayout):
+        return layout
+    if isinstance(layout, str):
+        layout = npupack.Layout.parse(layout)
+    return layout.bind(shape, dtype)
+
+
+def _check_bytes(layout, shape, dtype, pad_value=0):
+    """Fast path == reference path, both ways, for the described case."""
+    bound = _bound(layout, shape, dtype)
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 100, size=bound.shape).astype(dtype)
+    fast = bound.pack(x, pad_value=pad_value)
+    ref = bound.pack(x, pad_value=pad_value, reference=True)
+    np.testing.assert_array_equal(fast, ref)
+    np.testing.assert_array_equal(bound.unpack(fast), x)
+
+
+def test_list_order_ends_in_reference():
+    assert plan.strategies() == ORDER
+
+
+# (layout, shape, dtype, strategy when packing, why by the rules of §3.12)
+KNOWN = [
+    # NCHW to NCHW: every loop merges into one contiguous run.
+    ("NCHW", (2, 3, 4, 5), np.int8, "single_run"),
+    # A tensor of one element in a 16-channel block: two loops left (C/16 clipped, c%16), the
+    # inner one one element of a block, not contiguous on the logical side: runs of elements.
+    ("NCHW16c", (1, 1, 1, 1), np.int8, "copy_runs"),
+    # NCHW16c with C = 16, fp16: H*W merges; W contiguous logically, c%16 in the packed buffer:
+    # a 16 x (H*W) transpose, nothing outside it.
+    ("NCHW16c", (1, 16, 32, 32), np.float16, "transpose"),
+    # 16x16 blocks of 1x1 weights: i%16 pairs with o%16 (16 x 16 per block), and the loop outside
+    # (i/16) steps whole blocks: one batched transpose.
+    ("OIHW16i16o", (64, 64, 1, 1), np.float16, "batch_pairs"),
+    # 3x3 weights in OIHW16i16o, fp16: y*x and i%16 continue the logical run of o's rows:
+    # grouped into one wide transpose per o block.
+    ("OIHW16i16o", (64, 64, 3, 3), np.float16, "column_group"),
+    # NHWC with 3 channels: rows of 3 elements under a packed-contiguous loop of H*W: transpose.
+    ("NHWC", (1, 3, 20, 20), np.uint8, "transpose"),
+]
+
+
+@pytest.mark.parametrize("layout,shape,dtype,expected", KNOWN, ids=[f"{c[0]}-{c[3]}" for c in KNOWN])
+def test_known_strategies(layout, shape, dtype, expected):
+    text = plan.describe(layout, shape, dtype)
+    name, pos, total = _strategy_line(text)
+    assert name == expected, text
+    assert (pos, total) == (ORDER.index(expected) + 1, len(ORDER))
+    assert plan.strategy(layout, shape, dtype) == expected
+    _check_bytes(layout, shape, dtype)
+
+
+def test_ragged_dc_weights_batch_the_kernels_of_a_group():
+    # NVDLA DC weights (docs/nvdla.md §6.1): ragged K and C blocks; R*S is logically contiguous and
+    # pairs with the channel block c%64; the kernels of a group (k%32) are the batch.
+    lay = nvdla.dc_layout((70, 100, 3, 3), "int8")
+    text = plan.describe(lay, lay.shape, np.int8)
+    assert _strategy_line(text)[0] == "batch_pairs"
+    assert "(full blocks)" in text  # ragged strides are per block
+    _check_bytes(lay, lay.shape, np.int8)
+
+
+def test_ragged_dc_weights_1x1_copy_channel_blocks():
+    # 1x1 kernels: each kernel's channel block is contiguous on both sides: one row copy each.
+    lay = nvdla.dc_layout((70, 100, 1, 1), "fp16")
+    text = plan.describe(lay, lay.shape, np.float16)
+    assert _strategy_line(text)[0] == "copy_rows"
+    assert "rows of 128 bytes" in text  # 64 channels of 2 bytes
+    assert "fused into the moves" in text  # fp16: pack_checked tests what the copies move
+    _check_bytes(lay, lay.shape, np.float16)
+
+
+def test_strided_nvdla_feature_batches_the_lines():
+    # Feature data with a line stride past the line (docs/nvdla.md §3.1): H no longer merges
+    # with W, so the transposes of each line (W x 32 channels) are batched over H.
+    lay = nvdla.feature_layout((1, 32, 13, 13), "int8", line_stride=13 * 32 + 64)
+    text = plan.describe(lay, lay.shape, np.int8)
+    assert _strategy_line(text)[0] == "batch_pairs"
+    assert "holes: filled before the walk" in text  # the stride gaps
+    # Dense: H and W merge, a single transpose.
+    dense = nvdla.feature_layout((1, 32, 13, 13), "int8")
+    assert plan.strategy(dense, dense.shape, np.int8) == "transpose"
+    _check_bytes(lay, lay.shape, np.int8)
+
+
+def test_partial_swizzled_block_goes_through_the_extended_copy():
+    lay = openvino.parse_format("os_is_yx_osv32_isv4_swizzled_by_2")
+    text = plan.describe(lay, (33, 8, 3, 3), np.int8)
+    assert _strategy_line(text)[0] == "extended"
+    assert "extended layout's plan:" in text
+    _check_bytes(lay, (33, 8, 3, 3), np.int8)
+
+
+def test_short_isv4_rows_are_grouped():
+    # os_is_yx_osv16_isv4 on 3x3 kernels: i%4 rows of 4 bytes, continued by o%16 in the packed
+    # buffer: folded into one tall transpose.
+    lay = openvino.parse_format("os_is_yx_osv16_isv4")
+    assert plan.strategy(lay, (32, 8, 3, 3), np.int8) == "row_group"
+    _check_bytes(lay, (32, 8, 3, 3), np.int8)
+
+
+def test_whole_block_tiles_on_sparse_blocks():
+    # Activations (batch 2) in os_is_yx_isv16_osv16: 2 of 16 rows of every block valid (at most
+    # 1/8): whole blocks built per tile; unpacking has no holes to write and tiles the nest.
+    # 56x56 pixels: 16 rows x 16 i%16 x 3136 y*x is past the 64 KiB a column group may hold.
+    lay = openvino.parse_format("os_is_yx_isv16_osv16")
+    shape = (2, 32, 56, 56)
+    text = plan.describe(lay, shape, np.uint8)
+    assert _strategy_line(text)[0] == "tile_blocks"
+    assert "at most 1/8 of the inner block valid" in text
+    assert plan.strategy(lay, shape, np.uint8, direction="unpack") == "tiled_nest"
+    _check_bytes(lay, shape, np.uint8)
+    _check_bytes(lay, shape, np.uint8, pad_value=5)
+
+
+def test_pad_value_decides_row_gap_zeroing():
+    # Rows with gaps between them (an explicit row stride) and a zero pad: the copy zeroes each gap
+    # itself; with another pad value the holes are filled before the walk.
+    dims = [npupack.Dim("H", 5), npupack.Dim("W", 7)]
+    lay = npupack.BlockedLayout(dims, [("H", 0), ("W", 0)], np.uint8, {("H", 0): 16})
+    zero = plan.describe(lay, (5, 7), np.uint8)
+    assert _strategy_line(zero)[0] == "copy_rows"
+    assert "gap after each row zeroed" in zero and "holes: written by the plan" in zero
+    other = plan.describe(lay, (5, 7), np.uint8, pad_value=3)
+    assert "holes: filled before the walk" in other
+    _check_bytes(lay, (5, 7), np.uint8)
+    _check_bytes(lay, (5, 7), np.uint8, pad_value=3)
+
+
+def test_loops_are_listed_with_their_steps():
+    text = plan.describe("NCHW16c", (1, 16, 32, 32), np.float16)
+    # H and W merge into one loop of 1024 steps, 2 bytes apart logically, 32 bytes apart packed.
+    assert re.search(r"H\*W\s+extent 1024\s+logical 2\s+packed 32", text), text
+    assert re.search(r"C%16\s+extent 16\s+logical 2048\s+packed 2", text), text
+    assert "unpack plan" in plan.describe("NCHW16c", (1, 16, 32, 32), np.float16, direction="unpack")
+
+
+def test_describing_never_allocates_the_tensor():
+    # A shape of 2**41 bytes: describing must not allocate (nor read, nor write) anything of that
+    # size; it builds the descriptor and the plan only.
+    shape = (1, 1024, 1 << 15, 1 << 15)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        text = plan.describe("NCHW16c", shape, np.float16)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - start < 5
+    assert peak < 1 << 20
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 * 1024  # KiB: under 64 MiB
+    assert "threads:" in text and "streaming stores: yes" in text  # 2 TiB is past every threshold
+
+
+def test_describe_reads_nothing_it_is_given():
+    lay = nvdla.dc_layout((8, 8, 3, 3), "int8")
+    axes = lay._core.axes
+    plan.describe(lay, lay.shape, np.int8)
+    assert lay._core.axes == axes and lay.shape == (8, 8, 3, 3)
+
+
+@pytest.mark.parametrize("kwargs,error", [
+    (dict(direction="both"), ValueError),
+    (dict(direction="unpack", pad_value=1), ValueError),
+    (dict(pad_value=300), ValueError),
+    (dict(pad_value="x"), TypeError),
+])
+def test_bad_options(kwargs, error):
+    with pytest.raises(error):
+        plan.describe("NCHW16c", (1, 16, 4, 4), np.int8, **kwargs)
+
+
+def test_bad_layouts_and_shapes():
+    with pytest.raises(TypeError, match="layout"):
+        plan.describe(42, (1, 16, 4, 4), np.int8)
+    with pytest.raises(LayoutError):
+        plan.describe("NCHW16c", (1, 16, 4), np.int8)
+    with pytest.raises(TypeError):
+        plan.describe("NCHW16c", (1, 16, 4, 4), object)
+    lay = nvdla.dc_layout((8, 8, 3, 3), "int8")
+    with pytest.raises(LayoutError, match="shape"):
+        plan.describe(lay, (8, 8, 3, 4), np.int8)
+    with pytest.raises(LayoutError, match="dtype"):
+        plan.describe(lay, lay.shape, np.float16)
