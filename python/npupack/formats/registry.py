@@ -291,8 +291,9 @@ def _load() -> None:
 
 
 def names(vendor: Optional[str] = None, kind: Optional[str] = None) -> list:
-    """The registered names (namespaced), sorted by vendor then name, optionally only those of
-    ``vendor`` and/or ``kind``. Raises ValueError for a vendor or kind that does not exist."""
+    """The registered names (namespaced str, e.g. ``"openvino:b_fs_yx_fsv16"``), sorted by vendor
+    then name, optionally only those of ``vendor`` and/or ``kind`` (docs/formats.md §1). Raises
+    ValueError for a vendor or kind that does not exist."""
     _load()
     if vendor is not None and vendor not in VENDORS:
         raise ValueError(f"vendor: {vendor!r} is not one of {', '.join(VENDORS)}")
@@ -305,7 +306,8 @@ def names(vendor: Optional[str] = None, kind: Optional[str] = None) -> list:
 
 def closest(name: str, n: int = 5) -> list:
     """Up to ``n`` registered names closest to ``name`` (also matching the part after the
-    namespace), best first."""
+    namespace), best first: the suggestions of an unknown-name error (docs/formats.md §1). Never
+    raises; a ``name`` that is not a str has none."""
     _load()
     if not isinstance(name, str):
         return []
