@@ -114,6 +114,23 @@ def test_pad_strip_against_reference(case, seed):
     assert np.array_equal(hz.strip(buf, shape, dtype, stride=stride), x)
 
 
+@pytest.mark.parametrize("shape", [(1, 166, 280, 11), (1, 7, 300, 23), (2, 3, 2000, 5), (1, 1, 1025, 1)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pad_short_rows_many_chunks(shape, threads):
+    # Rows of a few bytes in wider aligned slots, thousands of them: the gaps are zeroed chunk by
+    # chunk as the rows land (docs/horizon.md §6), into an out= whose bytes past nbytes stay as given.
+    import npupack
+    x = np.random.default_rng(1).integers(1, 100, shape).astype(np.int8)
+    aligned = hz.aligned_shape(shape, np.int8, role="output")
+    total = hz.nbytes(shape, np.int8, aligned_shape=aligned)
+    stride = tuple(int(s) for s in np.cumprod((1,) + tuple(aligned[:0:-1]))[::-1])
+    out = np.full(total + 64, 0xA5, np.uint8)
+    with npupack.num_threads(threads):
+        hz.pad(x, aligned_shape=aligned, out=out)
+    assert np.array_equal(out[:total], ref.horizon_pad(x, stride, total))
+    assert (out[total:] == 0xA5).all()
+
+
 def test_quantisation():
     assert hz.dequantize(1000, quanti_type="SHIFT", shift=8) == np.float32(3.90625)
     assert hz.dequantize(np.int8(-20), quanti_type="SCALE", scale=0.05, zero_point=3) == np.float32(-1.15)

@@ -207,11 +207,13 @@ bool row_gaps_possible(const Plan& p) {
 //  - at most 1/8 of `in` is valid;
 //  - the output is kStreamBytes or more and at most a quarter of each block valid
 //    ((8,3,224,224) in os_is_yx_isv16_osv16: 3 x 8 of 16 x 16);
-//  - the output is kDenseTileBytes or more and x spans a whole tile, whatever the holes. Past
-//    the caches, tiled_nest reads b x `in` rows (256 for isv16_osv16) in passes too short for
-//    the hardware prefetchers and writes each line in b passes. Smaller outputs stay in L3,
-//    where tiled_nest's plain stores beat streaming, and tiles of a short x (3x3 kernels: 9
-//    columns) are too small to pay.
+//  - the output is kDenseTileBytes or more and x spans a whole tile and 64 columns or more
+//    (activations), whatever the holes. Past the caches, tiled_nest reads b x `in` rows (256
+//    for isv16_osv16) in passes too short for the hardware prefetchers and writes each line in b
+//    passes. Smaller outputs stay in L3, where tiled_nest's plain stores beat streaming. The x
+//    of weights is a kernel's taps (9, 25, 49): tiles of 8 columns leave a 1-column tile whose
+//    transpose is the slowest shape, and batch_pairs' whole-x transposes are faster (DC int8
+//    (1536,768,3,3), one thread: 0.26 -> 0.59x memcpy; 7x7: 0.27 -> 0.35; 5x5 equal).
 // Decided once per plan, as fills_holes relies on it.
 bool plan_tile_blocks(const Plan& p) {
   const BlockedLayout& L = *p.layout;
@@ -225,7 +227,7 @@ bool plan_tile_blocks(const Plan& p) {
   // The valid part of a block as far as the dims' extents tell (a dim shorter than its tile).
   const auto valid = [&](const Loop& lp) { return std::min(L.dims()[lp.dim].extent, lp.extent); };
   if (L.nbytes() >= kStreamBytes && 4 * valid(b) * valid(in) <= b.extent * in.extent) return true;
-  if (L.nbytes() >= kDenseTileBytes && x.extent * x.pstep >= kRowTileBytes) return true;
+  if (L.nbytes() >= kDenseTileBytes && x.extent * x.pstep >= kRowTileBytes && x.extent >= 64) return true;
   return b.exact && single_level(p, in) && 8 * valid(in) <= in.extent;
 }
 
