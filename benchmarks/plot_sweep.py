@@ -2,7 +2,8 @@
 per packer family, np.copyto of the same bytes as the reference line, one line per case and thread
 count. With --table, also prints the Markdown table of docs/performance.md: per family, the median
 ratio to memcpy past the caches (>= 32 MiB) and in L3 (2 to 32 MiB) per thread count, and the worst
-ratio from 2 MiB up and at any size, with where it was measured.
+ratio from 2 MiB up and at any size, with where it was measured; then, from the sweep's
+*_memcpy_threads.csv, each family's gain from all threads beside np.copyto's own.
 
 Run from the repository root: python benchmarks/plot_sweep.py [CSV] [--out PNG] [--table]
 """
@@ -133,6 +134,33 @@ def table(rows):
     return "\n".join(lines)
 
 
+def scaling_table(rows, copy_rows):
+    """Markdown: per family, the median over its points of all-threads GB/s / one-thread GB/s, in
+    L3 from 8 MiB and past it, beside np.copyto's own scaling at the same sizes (copy_rows: the
+    sweep's *_memcpy_threads.csv)."""
+    t_all = max(r["threads"] for r in rows)
+    ranges = (("8–32 MiB", 8 * MB, L3), ("≥ 32 MiB", L3, math.inf))
+
+    def median(v):
+        return f"{statistics.median(v):.2f}" if v else "–"
+
+    lines = ["| Family | " + " | ".join(f"{t_all} threads / 1, {name}" for name, _, _ in ranges) + " |",
+             "|---|" + "---:|" * len(ranges)]
+    copy = [median([float(r["scaling"]) for r in copy_rows if lo <= _nominal(int(r["out_bytes"])) < hi])
+            for _, lo, hi in ranges]
+    lines.append("| np.copyto (memcpy) | " + " | ".join(copy) + " |")
+    for family in _families(rows):
+        one = {(r["case"], r["shape"]): r["gbps"] for r in rows if r["family"] == family and r["threads"] == 1}
+        cells = []
+        for _, lo, hi in ranges:
+            v = [r["gbps"] / one[(r["case"], r["shape"])] for r in rows
+                 if r["family"] == family and r["threads"] == t_all and (r["case"], r["shape"]) in one
+                 and lo <= _nominal(r["out_bytes"]) < hi]
+            cells.append(median(v))
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("csv", nargs="?", default=str(ROOT / "benchmarks" / "results" / "sweep.csv"),
@@ -148,6 +176,11 @@ def main(argv=None):
         print(f"wrote {args.out}")
     if args.table:
         print(table(rows))
+        copy_csv = Path(args.csv).with_name(f"{Path(args.csv).stem}_memcpy_threads.csv")
+        if copy_csv.exists() and max(r["threads"] for r in rows) > 1:
+            with open(copy_csv, newline="") as f:
+                print()
+                print(scaling_table(rows, list(csv.DictReader(f))))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ For each family and case, output sizes from 4 KB to 256 MB (about two per octave
 4 MB and 32 MB) get a seeded random shape of that size, and each point is timed with one npupack
 thread and with all of them: the npupack call and np.copyto of its output bytes into a
 preallocated buffer are timed in alternation, and the medians over rounds are compared. One
-untimed call under tracemalloc gives the call's peak extra memory. Writes a CSV (--csv) and, with
---quick, prints a table; it checks no thresholds.
+untimed call under tracemalloc gives the call's peak extra memory. Then np.copyto's own scaling
+with threads at each size (a second CSV beside the first, *_memcpy_threads.csv). Writes the CSVs
+(--csv) and, with --quick, prints a table; it checks no thresholds.
 
 Run from the repository root: python benchmarks/sweep.py [--quick] [--csv PATH] [--family NAME]
 """
@@ -400,6 +401,39 @@ def sweep(families, sizes, threads, args, writer, table):
                               f"{n / t_copy / 1e9:8.2f} {ratio:6.2f} {extra:7.1%}  {row['shape']}", flush=True)
 
 
+def memcpy_scaling(sizes, threads, args, path):
+    """np.copyto's own scaling with threads: at each sweep size, the copy split into ``threads``
+    contiguous parts on as many Python threads (NumPy drops the GIL for the copy) against one
+    copy of the whole, in alternation. The packers' second-thread gain is read beside it: where
+    the copy itself does not scale (memory-bound outputs), no packer can. Writes ``path`` (CSV)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    largest = max(sizes)
+    src, dst = np.ones(largest, np.uint8), np.zeros(largest, np.uint8)
+    with open(path, "w", newline="") as f, ThreadPoolExecutor(threads) as pool:
+        writer = csv.DictWriter(f, fieldnames=["out_bytes", "threads", "one_gbps", "threads_gbps", "scaling"])
+        writer.writeheader()
+        for n in sizes:
+            d, s = dst[:n], src[:n]
+            cut = [n * i // threads for i in range(threads + 1)]
+            parts = [(d[a:b], s[a:b]) for a, b in zip(cut, cut[1:])]
+            one = lambda: np.copyto(d, s)  # noqa: E731
+            many = lambda: list(pool.map(lambda ds: np.copyto(*ds), parts))  # noqa: E731
+            t_many, t_one, scaling = alternate(many, one, n < WARM_LIMIT, args.budget, args.min_rounds,
+                                               args.max_rounds)
+            writer.writerow({"out_bytes": n, "threads": threads, "one_gbps": f"{n / t_one / 1e9:.3g}",
+                             "threads_gbps": f"{n / t_many / 1e9:.3g}", "scaling": f"{scaling:.3g}"})
+            if args.quick:
+                print(f"{'memcpy':20s} {f'{threads} threads / 1':30s} {_size(n):>9s} {threads:2d} "
+                      f"{n / t_many / 1e9:8.2f} {n / t_one / 1e9:8.2f} {scaling:6.2f}", flush=True)
+
+
+def memcpy_csv(path):
+    """Where memcpy_scaling writes, next to the sweep's CSV."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_memcpy_threads{path.suffix}")
+
+
 def _size(n):
     for unit, div in (("GiB", 1 << 30), ("MiB", MB), ("KiB", KB)):
         if n >= div:
@@ -440,6 +474,8 @@ def main(argv=None):
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         sweep(families, sizes, threads, args, writer, table=args.quick)
+    if all_threads > 1:
+        memcpy_scaling(sizes, all_threads, args, memcpy_csv(path))
     # Other programs on the machine skew the figures (the all-threads ones most): the load
     # average says how busy it was.
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()

@@ -145,6 +145,31 @@ def test_whole_block_tiles_on_sparse_blocks():
     _check_bytes(lay, shape, np.uint8, pad_value=5)
 
 
+@pytest.mark.parametrize("o, i", [(32, 356 % 64 + 16 * 3), (20, 17), (48, 1), (16, 31)])
+@pytest.mark.parametrize("dtype", [np.float16, np.int8])
+def test_clipped_input_block_joins_the_column_group(o, i, dtype):
+    # os_is_yx_isv16_osv16 on 3x3 kernels with I % 16 != 0: i%16 of the last block is clipped; as the
+    # group's slowest digit its valid columns are a prefix of the table, so the last block is one
+    # narrower transpose, not a fall back to 16 x 9 blocks (docs/design.md §3.12).
+    lay = openvino.parse_format("os_is_yx_isv16_osv16")
+    shape = (o, i, 3, 3)
+    text = plan.describe(lay, shape, dtype)
+    assert _strategy_line(text)[0] == "column_group", text
+    assert "holes: filled before the walk" in text
+    _check_bytes(lay, shape, dtype)
+    _check_bytes(lay, shape, dtype, pad_value=3)
+
+
+@pytest.mark.parametrize("taps", [(3, 3), (5, 5), (7, 7)])
+def test_large_dc_weights_keep_whole_taps_per_transpose(taps):
+    # NVDLA DC weights past 8 MiB: x is a kernel's taps (9, 25, 49 columns), under the 64 columns
+    # that whole-block tiles need; the kernels of a group stay one batched transpose of whole x.
+    shape = (1536, 768) + taps if taps == (3, 3) else (512, 704) + taps
+    lay = nvdla.dc_layout(shape, "int8")
+    assert lay.nbytes >= 8 << 20
+    assert plan.strategy(lay, lay.shape, np.int8) == "batch_pairs"
+
+
 def test_pad_value_decides_row_gap_zeroing():
     # Rows with gaps between them (an explicit row stride) and a zero pad: the copy zeroes each gap
     # itself; with another pad value the holes are filled before the walk.

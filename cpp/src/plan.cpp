@@ -144,7 +144,7 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
     const bool whole_x = p.transpose && p.loops[p.loops.size() - 2].exact;
     if (whole_x && !L.ragged()) group_transpose_columns(p);
     if (whole_x && !L.ragged() && p.group < 2) group_transpose_rows(p);
-    p.tiles = whole_x && plan_tile_blocks(p);
+    p.tiles = whole_x && tile_blocks_rule(p) != kNoTiles;
     p.nest = whole_x ? plan_tiled_nest(p) : p.loops.size();
     p.prefetch_slabs = to_packed && p.outer_slabs(true) && c_contiguous(L, logical_strides);
     // Outputs this large do not stay in the caches for a reader anyway.

@@ -26,12 +26,9 @@ inline constexpr int64_t kShortRowBytes = 16;                // row group: rows 
 inline constexpr int64_t kRowGroupBytes = 64;                // row group: the rows it aims for
 inline constexpr int64_t kRowsAhead = 256;                   // row copies: prefetch distance in a strided row
 inline constexpr int64_t kTileBytes = 256 * 1024;            // tiled_nest: packed bytes of one x tile
-inline constexpr int64_t kScatterTileBytes = 16 * 1024;      // tile_blocks, scattered: the same
-// tile_blocks, one transpose per b step: the same. A tile that stays in L1 while it is built and
-// streamed out; L2-sized tiles are slower.
+// tile_blocks (both ways of building a tile) and the row-gap chunks of copy_rows: a tile that
+// stays in L1 while it is built and copied out.
 inline constexpr int64_t kRowTileBytes = 16 * 1024;
-inline constexpr int64_t kTilesAhead = 2;                    // tile_blocks: tiles of rows prefetched ahead
-inline constexpr int64_t kMaxBlockBytes = 4096;              // tile_blocks: largest block of one x column
 inline constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: outputs streamed past the caches
 inline constexpr int64_t kDenseTileBytes = 8 << 20;          // tile_blocks: outputs that take it whatever the holes
 inline constexpr int64_t kStreamTransposeBytes = 16 << 20;   // transposes: outputs written with streaming stores
@@ -103,7 +100,9 @@ void widen_elements(Plan& p);
 bool move_transpose_partner(Plan& p);
 void group_transpose_columns(Plan& p);
 void group_transpose_rows(Plan& p);
-bool plan_tile_blocks(const Plan& p);
+// Why tile_blocks is taken (plan_passes.cpp), 0 where it is not; describe prints the same rule.
+enum TileRule { kNoTiles = 0, kSparseLarge, kDenseWide, kScattered };
+TileRule tile_blocks_rule(const Plan& p);
 size_t plan_tiled_nest(const Plan& p);
 bool plan_fills_holes(Plan& p);
 

@@ -93,13 +93,18 @@ void group_transpose_columns(Plan& p) {
     grew = false;
     for (size_t m = 0; m + 1 + group < n; ++m) {
       const Loop& lp = loops[m];
-      if (lp.exact && lp.lstep == span && span * lp.extent * in.extent <= kGroupBytes) {
+      // A loop clipped only at its dim's end (os_is_yx_isv16_osv16 with I % 16 != 0: i%16 of
+      // the last block) may join as the group's slowest digit: its valid columns are then a
+      // prefix of the table (run_column_group), and the group grows no further.
+      const auto& d = p.layout->dims()[lp.dim];
+      const bool clipped = !lp.exact && !d.ragged && d.pad_lo == 0;
+      if ((lp.exact || clipped) && lp.lstep == span && span * lp.extent * in.extent <= kGroupBytes) {
+        grew = lp.exact;
         span *= lp.extent;
         Loop moved = lp;
         loops.erase(loops.begin() + static_cast<std::ptrdiff_t>(m));
         loops.insert(loops.end() - 1 - static_cast<std::ptrdiff_t>(group), moved);
         ++group;
-        grew = true;
         break;
       }
     }
@@ -215,20 +220,19 @@ bool row_gaps_possible(const Plan& p) {
 //    transpose is the slowest shape, and batch_pairs' whole-x transposes are faster (DC int8
 //    (1536,768,3,3), one thread: 0.26 -> 0.59x memcpy; 7x7: 0.27 -> 0.35; 5x5 equal).
 // Decided once per plan, as fills_holes relies on it.
-bool plan_tile_blocks(const Plan& p) {
+TileRule tile_blocks_rule(const Plan& p) {
   const BlockedLayout& L = *p.layout;
   const size_t n = p.loops.size();
-  if (!p.to_packed || !p.plain_pair() || L.ragged() || n < 3) return false;
+  if (!p.to_packed || !p.plain_pair() || L.ragged() || n < 3) return kNoTiles;
   const Loop& b = p.loops[n - 3];
   const Loop& x = p.loops[n - 2];
   const Loop& in = p.loops[n - 1];
-  if (b.dim == in.dim || b.pstep != in.extent * p.eb || b.extent * b.pstep != x.pstep) return false;
-  if (x.pstep > kMaxBlockBytes) return false;
+  if (b.dim == in.dim || b.pstep != in.extent * p.eb || b.extent * b.pstep != x.pstep) return kNoTiles;
   // The valid part of a block as far as the dims' extents tell (a dim shorter than its tile).
   const auto valid = [&](const Loop& lp) { return std::min(L.dims()[lp.dim].extent, lp.extent); };
-  if (L.nbytes() >= kStreamBytes && 4 * valid(b) * valid(in) <= b.extent * in.extent) return true;
-  if (L.nbytes() >= kDenseTileBytes && x.extent * x.pstep >= kRowTileBytes && x.extent >= 64) return true;
-  return b.exact && single_level(p, in) && 8 * valid(in) <= in.extent;
+  if (L.nbytes() >= kStreamBytes && 4 * valid(b) * valid(in) <= b.extent * in.extent) return kSparseLarge;
+  if (L.nbytes() >= kDenseTileBytes && x.extent * x.pstep >= kRowTileBytes && x.extent >= 64) return kDenseWide;
+  return b.exact && single_level(p, in) && 8 * valid(in) <= in.extent ? kScattered : kNoTiles;
 }
 
 // Loops outside a transposed pair can interleave with it in the packed buffer: each step of

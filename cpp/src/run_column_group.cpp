@@ -14,7 +14,12 @@ bool run_column_group(Walker& w, size_t li, int64_t loff, int64_t poff) {
   if (li + 1 + P.group != P.loops.size()) return false;
   const Loop& in = P.loops.back();
   const Walker::Range rin = w.range(in);
-  const int64_t rows = rin.n(), cols = static_cast<int64_t>(P.col_poff.size());
+  const int64_t rows = rin.n();
+  // The group's slowest loop comes first; clipped (group_transpose_columns), its valid digits
+  // are a prefix and so are their columns.
+  const Loop& slowest = P.loops[li];
+  const int64_t per_digit = static_cast<int64_t>(P.col_poff.size()) / slowest.extent;
+  const int64_t cols = slowest.exact ? per_digit * slowest.extent : per_digit * w.range(slowest).n();
   loff += rin.lo * in.lstep;
   poff += rin.lo * P.eb;
   if (P.to_packed) {

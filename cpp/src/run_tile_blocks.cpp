@@ -7,13 +7,11 @@
 // tile is built by scatter when at most 1/8 of `in` is valid (batch 1 or 2 of osv16: transpose
 // each valid `in` row's b x tile matrix, scatter it to its slots; with one valid row and zero
 // padding, spread_blocks shuffles whole blocks straight to the output instead), else by one
-// pack_columns per valid b step, the rows of the tiles ahead prefetched. When it is taken:
-// plan_tile_blocks (plan_passes.cpp).
+// pack_columns per valid b step. When it is taken: tile_blocks_rule (plan_passes.cpp).
 // Spec: docs/design.md §3.12 (the plan and the strategy list), §3.4 (strategies), §3.8 (memory traffic).
 #include <algorithm>
 #include <cstring>
 
-#include "npupack/prefetch.hpp"
 #include "npupack/stream.hpp"
 #include "npupack/transpose.hpp"
 #include "scatter.hpp"
@@ -35,8 +33,7 @@ bool run_tile_blocks(Walker& w, size_t li, int64_t loff, int64_t poff) {
   const bool scattered = b.exact && 8 * nin <= in.extent;
   const bool zero = P.zero_pad();
   if (scattered && nin == 1 && zero && spread_blocks(w, b, x, in, rin.lo, loff, poff)) return true;
-  const int64_t tile_bytes = scattered ? kScatterTileBytes : kRowTileBytes;
-  const int64_t tile = std::min(x.extent, std::max<int64_t>(8, tile_bytes / x.pstep));
+  const int64_t tile = std::min(x.extent, std::max<int64_t>(8, kRowTileBytes / x.pstep));
   w.pad_rows(room, tile * x.pstep / eb);  // pad_row also serves the fill
   if (scattered) w.scratch.resize(static_cast<size_t>(tile * b.extent * eb));
   auto fill = [&](char* p, int64_t bytes) {
@@ -57,13 +54,8 @@ bool run_tile_blocks(Walker& w, size_t li, int64_t loff, int64_t poff) {
         scatter(w.scratch.data(), buf + j * eb, b.pstep, b.extent * nx, eb);
       }
     } else {
-      // The same rows kTilesAhead tiles on (clipped to the rows' ends), asked into L2: up to
-      // 256 rows far apart are more read streams than the hardware prefetchers follow.
-      const int64_t ahead = kTilesAhead * tile * x.lstep;
-      const int64_t span = std::min(ahead + tile * x.lstep, (x.extent - t) * x.lstep) - ahead;
       for (int64_t i = rb.lo; i < rb.hi; ++i) {
         const char* rows = src + i * b.lstep + rin.lo * in.lstep;
-        if (span > 0) prefetch_row_lines(rows + ahead, in.lstep, nin, span);
         w.pack_columns(rows, in.lstep, nin, room, buf + i * b.pstep + rin.lo * eb, x.pstep, nx);
       }
     }

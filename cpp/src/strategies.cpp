@@ -43,11 +43,12 @@ std::string why_tile_blocks(const Plan& p) {
   const Loop& in = p.loops[n - 1];
   const auto valid = [&](const Loop& lp) { return std::min(L.dims()[lp.dim].extent, lp.extent); };
   std::string why;
-  if (L.nbytes() >= kStreamBytes && 4 * valid(b) * valid(in) <= b.extent * in.extent) {
+  const TileRule rule = tile_blocks_rule(p);
+  if (rule == kSparseLarge) {
     why = "output " + mib(L.nbytes()) + " >= " + mib(kStreamBytes) + " and at most a quarter of each block valid";
-  } else if (L.nbytes() >= kDenseTileBytes && x.extent * x.pstep >= kRowTileBytes) {
+  } else if (rule == kDenseWide) {
     why = "output " + mib(L.nbytes()) + " >= " + mib(kDenseTileBytes) + " and x spans a whole " +
-          kib(kRowTileBytes) + " tile";
+          kib(kRowTileBytes) + " tile and 64 columns or more";
   } else {
     why = "at most 1/8 of the inner block valid (" + std::to_string(valid(in)) + " of " +
           std::to_string(in.extent) + ")";

@@ -329,14 +329,24 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
     arr = little_endian(np.asarray(x))
     if arr.dtype.kind not in "biuf" or arr.dtype.itemsize not in (1, 2, 4, 8):
         raise TypeError(f"x: dtype {arr.dtype} cannot be padded")
-    es = arr.dtype.itemsize
-    valid, st = _byte_strides(arr.shape, es, stride, aligned_shape)
-    total = _buffer_bytes(valid, st, es, aligned_byte_size)
+    if (_plain_ints(stride) and _plain_ints(aligned_shape)
+            and (aligned_byte_size is None or type(aligned_byte_size) is int)):
+        total, desc = _padded(arr.shape, arr.dtype, stride, aligned_shape, aligned_byte_size)
+    else:
+        total, desc = _padded.__wrapped__(arr.shape, arr.dtype, stride, aligned_shape, aligned_byte_size)
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
-    desc = _descriptor(valid, st, arr.dtype)
     desc._pack(arr, buf, 0)
-    buf[desc.nbytes:] = 0
+    if total > desc.nbytes:
+        buf[desc.nbytes:] = 0
     return buf
+
+
+@lru_cache(maxsize=1024)
+def _padded(shape, dtype, stride, aligned_shape, aligned_byte_size):
+    # pad's buffer size and descriptor, cached for plain int arguments: the same tensor is padded
+    # on every inference, and the checks and the size cost as much as the copy of a small tensor.
+    valid, st = _byte_strides(shape, dtype.itemsize, stride, aligned_shape)
+    return _buffer_bytes(valid, st, dtype.itemsize, aligned_byte_size), _descriptor(valid, st, dtype)
 
 
 @gate("buf")
