@@ -96,6 +96,13 @@ def test_sweep(name):
             got = f.pack(x, out=out, **params)
             assert np.shares_memory(got, out) and np.array_equal(got, buf), where
             assert (out[buf.size:] == 0xA5).all(), where
+            # A short or non-uint8 `out` is refused before a byte is written (docs/formats.md §2).
+            short = np.full(buf.size - 1, 0xA5, np.uint8)
+            with pytest.raises(LayoutError, match="out"):
+                f.pack(x, out=short, **params)
+            assert (short == 0xA5).all(), where
+            with pytest.raises(TypeError, match="out"):
+                f.pack(x, out=np.zeros(buf.size, np.int8), **params)
 
             if f.invertible:
                 back = f.unpack(buf, shape, dt, **params)

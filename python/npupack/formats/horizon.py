@@ -5,6 +5,8 @@ strides of ``aligned_shape``; when neither is given, of the alignedShape the ``t
 predicts for the ``role``), zeros elsewhere."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from npupack import horizon as hz
@@ -22,9 +24,20 @@ _DTYPES = tuple(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "float
                                       "int64", "uint64", "float64"))
 
 
+@lru_cache(maxsize=1024)
+def _predicted(shape, dtype, layout, role, target):
+    # The strides of the alignedShape a rule predicts: cached, as the same tensor is padded on
+    # every inference (its shape a tuple of ints from an array, its dtype a NumPy dtype).
+    aligned = hz.aligned_shape(shape, dtype, layout=layout, role=role or "input", rule=target or "x3")
+    return hz._byte_strides(shape, dtype.itemsize, None, aligned)[1]
+
+
 def _entry(layout: str) -> Format:
     def strides(shape, dtype, target, role, stride, aligned_shape):
         if stride is None and aligned_shape is None:
+            if (type(shape) is tuple and all(type(v) is int for v in shape) and isinstance(dtype, np.dtype)
+                    and all(v is None or type(v) is str for v in (role, target))):
+                return _predicted(shape, dtype, layout, role, target)
             aligned_shape = hz.aligned_shape(shape, dtype, layout=layout, role=role or "input", rule=target or "x3")
         return hz._byte_strides(shape, dtype.itemsize, stride, aligned_shape)[1]
 
