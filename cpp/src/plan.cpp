@@ -8,6 +8,7 @@
 
 #include "npupack/checked.hpp"
 #include "npupack/parallel.hpp"
+#include "npupack/transpose.hpp"
 #include "strategies.hpp"
 
 namespace npupack {
@@ -147,8 +148,14 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
     p.tiles = whole_x && tile_blocks_rule(p) != kNoTiles;
     p.nest = whole_x ? plan_tiled_nest(p) : p.loops.size();
     p.prefetch_slabs = to_packed && p.outer_slabs(true) && c_contiguous(L, logical_strides);
-    // Outputs this large do not stay in the caches for a reader anyway.
+    // Outputs this large do not stay in the caches for a reader anyway; streamed where the pair's
+    // kernel pays for it (transpose_streams).
     p.stream = to_packed && L.nbytes() >= kStreamTransposeBytes;
+    if (p.stream && p.plain_pair()) {
+      const Loop& x = p.loops[p.loops.size() - 2];
+      const Loop& in = p.loops.back();
+      p.stream = transpose_streams(in.lstep, x.pstep, in.extent, x.extent, p.eb);
+    }
     p.fills_holes = to_packed && plan_fills_holes(p);
     // Large layouts with an independent outermost loop are split across threads, in ranges of
     // about half of kParallelBytes of output (parallel_for then uses as many threads as there are

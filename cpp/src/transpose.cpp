@@ -67,6 +67,15 @@ void transpose_stream_batch(const char* src, int64_t src_stride, int64_t src_ste
   }
 }
 
+bool transpose_streams(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb) {
+  // Stand-in pointers: the kernels' takes read strides and counts, never memory.
+  static char probe[64];
+  TransposeArgs a = strided(probe, src_stride, probe, dst_stride, rows, cols);
+  if (kernels::select(Op::kTranspose, static_cast<int>(eb), a)->tile_cols == 9) return false;
+  a.stream = true;
+  return kernels::select(Op::kTranspose, static_cast<int>(eb), a) != nullptr;
+}
+
 namespace {
 
 // A kTransposeFinite kernel on `a` (streamed first when a.stream, then not): 1 all finite, 0

@@ -57,6 +57,13 @@ int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_st
 // per AVX2 register). On this CPU.
 bool batch_reads_rows_once_u8(int64_t rows, int64_t cols);
 
+// True when packing rows x cols matrices of eb-byte elements (source rows src_stride bytes
+// apart, destination columns dst_stride apart) pays with streaming stores on this CPU: a
+// streaming kernel takes the shape, and the kernel taken without streaming is not one of the
+// 9-tap kernels of 3x3 weights, which have no streamed form and beat the generic streaming
+// kernels (docs/performance.md §5).
+bool transpose_streams(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb);
+
 // The same, with column c of the destination at dst + dst_cols[c] (a table of byte offsets).
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
                        int64_t cols, int64_t eb);
