@@ -20,7 +20,7 @@ struct Strategy;
 using RunFn = void (*)(const char*, int64_t, char*, int64_t, int64_t);
 RunFn run_for(int64_t eb);
 
-// Tuning constants (docs/performance.md gives the measurements behind each).
+// Tuning constants (docs/performance.md §6 gives the measurements behind each).
 inline constexpr int64_t kGroupBytes = 64 * 1024;            // column group: largest group of columns x rows
 inline constexpr int64_t kShortRowBytes = 16;                // row group: rows shorter than a SIMD block
 inline constexpr int64_t kRowGroupBytes = 64;                // row group: the rows it aims for
