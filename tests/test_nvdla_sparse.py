@@ -157,6 +157,29 @@ def test_large_stream_simd_path():
         assert np.array_equal(back.view(np.uint8), stream.view(np.uint8))
 
 
+
+@pytest.mark.parametrize("precision", ["int8", "fp16"])
+@pytest.mark.parametrize("group", [8 * 4099, 4096 + 3, 1 << 16])
+def test_large_uneven_stream_under_threads(precision, group):
+    # A stream of 3 MiB whose sparsity varies by group, under one and two threads: the same bytes
+    # as the reference (docs/nvdla.md §11.1), with and without out=, and no byte of out= past the
+    # DATA surface written.
+    import npupack
+    rng = np.random.default_rng(11)
+    n = (3 << 20) // ES[precision] + 77
+    v = rng.integers(-50, 50, size=n)
+    v[rng.random(n) < np.repeat(rng.random(n // 4096 + 1), 4096)[:n]] = 0
+    stream = v.astype(DTYPE[precision])
+    want = ref.compress_numpy(stream.view(np.uint8), ES[precision], group)
+    for threads in (1, 2):
+        with npupack.num_threads(threads):
+            got = compress_weights(stream, precision=precision, kernel_group_elements=group)
+            assert all(np.array_equal(a, b) for a, b in zip(got, want)), threads
+            out = np.full(want[0].size + 300, 0xEE, np.uint8)
+            got = compress_weights(stream, precision=precision, kernel_group_elements=group, out=out)
+            assert all(np.array_equal(a, b) for a, b in zip(got, want)), threads
+            assert (out[want[0].size:] == 0xEE).all()
+
 # ---------------------------------------------------------------- every weight kind
 
 def kinds(precision, rng, zero_fraction):
