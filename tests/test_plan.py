@@ -170,6 +170,17 @@ def test_large_dc_weights_keep_whole_taps_per_transpose(taps):
     assert plan.strategy(lay, lay.shape, np.int8) == "batch_pairs"
 
 
+@pytest.mark.parametrize("shape", [(1, 64, 64, 64), (2, 40, 32, 128), (1, 17, 128, 128), (1, 64, 64, 65)])
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32])
+@pytest.mark.parametrize("layout", ["NCHW16c", "NCHW32c"])
+def test_rows_a_multiple_of_4k_apart(shape, dtype, layout):
+    # Planes of 4 KiB and multiples (64x64 int8, 32x128, 128x128): the rows of a channel block
+    # share L1 sets, and their transposes run staged through a buffer tile by tile
+    # (docs/design.md §3.8). Same bytes as the per-element path, both ways, pad values included.
+    _check_bytes(layout, shape, dtype)
+    _check_bytes(layout, shape, dtype, pad_value=7)
+
+
 def test_pad_value_decides_row_gap_zeroing():
     # Rows with gaps between them (an explicit row stride) and a zero pad: the copy zeroes each gap
     # itself; with another pad value the holes are filled before the walk.
