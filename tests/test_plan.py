@@ -181,6 +181,22 @@ def test_rows_a_multiple_of_4k_apart(shape, dtype, layout):
     _check_bytes(layout, shape, dtype, pad_value=7)
 
 
+@pytest.mark.parametrize("layout, shape", [("NCHW16c", (1, 64, 64, 64)), ("NCHW16c", (1, 16, 128, 128)),
+                                           ("NCHW32c", (2, 64, 64, 64)), ("NCHW16c", (1, 64, 64, 63))])
+def test_checked_fp16_packing_of_4k_planes(layout, shape):
+    # The fp16 INF/NaN test fused into staged transposes (docs/design.md §3.8, 3.9): clean values
+    # give the reference bytes; one NaN anywhere, in the first or last tile, is reported.
+    bound = _bound(layout, shape, np.float16)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float16)
+    buf = np.empty(bound.nbytes, np.uint8)
+    assert bound._pack_finite_fp16_into(x.view(np.uint16), buf) is True
+    np.testing.assert_array_equal(buf, bound.pack(x, reference=True))
+    for pos in [(0, 0, 0, 0), (0, shape[1] - 1, shape[2] - 1, shape[3] - 1), (0, 5, 40, shape[3] - 2)]:
+        y = x.copy()
+        y[pos] = np.nan
+        assert bound._pack_finite_fp16_into(y.view(np.uint16), buf) is False, pos
+
+
 def test_pad_value_decides_row_gap_zeroing():
     # Rows with gaps between them (an explicit row stride) and a zero pad: the copy zeroes each gap
     # itself; with another pad value the holes are filled before the walk.

@@ -217,8 +217,8 @@ bool row_gaps_possible(const Plan& p) {
 //    for isv16_osv16) in passes too short for the hardware prefetchers and writes each line in b
 //    passes. Smaller outputs stay in L3, where tiled_nest's plain stores beat streaming. The x
 //    of weights is a kernel's taps (9, 25, 49): tiles of 8 columns leave a 1-column tile whose
-//    transpose is the slowest shape, and batch_pairs' whole-x transposes are faster (DC int8
-//    (1536,768,3,3), one thread: 0.26 -> 0.59x memcpy; 7x7: 0.27 -> 0.35; 5x5 equal).
+//    transpose is the slowest shape, and batch_pairs' whole-x transposes are faster
+//    (docs/performance.md §6).
 // Decided once per plan, as fills_holes relies on it.
 TileRule tile_blocks_rule(const Plan& p) {
   const BlockedLayout& L = *p.layout;

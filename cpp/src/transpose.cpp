@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../kernels/kernel.hpp"
+#include "npupack/convert.hpp"
 #include "npupack/cpu.hpp"
 
 // The public transposes build one call description and run the first kernel of the list
@@ -20,7 +21,7 @@ using kernels::TransposeArgs;
 // Rows whose stride puts more than 8 of them in one set of the L1 (a 4 KiB index: planes of
 // 4096 bytes, as in 64x64 int8 feature maps or 128x128 ones) evict one another between the
 // kernel's steps, each of which reads a part of every row's line, so every line comes from L2
-// once per step: NVDLA feature int8 (1,64,64,64) packed at 6.8 GB/s, (1,64,60,70) at 20.6.
+// once per step (docs/performance.md §5).
 bool rows_alias(int64_t stride, int64_t rows) {
   if (rows < 16) return false;
   const int64_t n = std::min<int64_t>(rows, 64);
@@ -143,47 +144,42 @@ bool transpose_streams(int64_t src_stride, int64_t dst_stride, int64_t rows, int
 
 namespace {
 
-// A kTransposeFinite kernel on `a` (streamed first when a.stream, then not): 1 all finite, 0
-// INF / NaN seen, -1 with nothing moved when no such kernel takes the call.
-int run_finite(TransposeArgs a, KernelPath path) {
-  bool nonfinite = false;
-  a.nonfinite = &nonfinite;
-  // Staged tiles (run_staged): each kernel call sets its own flag; a tile no finite kernel
-  // takes is tested separately after a plain transpose.
-  bool any = false;
-  const auto tile = [&](const TransposeArgs& b) {
-    TransposeArgs t = b;
-    bool seen = false;
-    t.nonfinite = &seen;
-    const kernels::KernelInfo* k = kernels::select(Op::kTransposeFinite, 2, t, path);
-    if (k == nullptr && t.stream) {
-      t.stream = false;
-      k = kernels::select(Op::kTransposeFinite, 2, t, path);
-    }
-    if (k != nullptr) {
-      k->run(t);
-    } else {
-      t.nonfinite = nullptr;
-      kernels::select(Op::kTranspose, 2, t, path)->run(t);
-      for (int64_t c = 0; c < t.cols && !seen; ++c) {
-        for (int64_t r = 0; r < t.rows && !seen; ++r) {
-          uint16_t h;
-          std::memcpy(&h, t.src + r * t.src_stride + 2 * c, 2);
-          seen = (h & 0x7C00) == 0x7C00;
-        }
-      }
-    }
-    any = any || seen;
-    return false;
-  };
-  if (kernels::select(Op::kTransposeFinite, 2, a, path) != nullptr && run_staged(a, 2, tile)) return any ? 0 : 1;
+// The kTransposeFinite kernel for `a`, streamed first when a.stream, then not (a.stream
+// cleared); null when none takes it.
+const kernels::KernelInfo* pick_finite(TransposeArgs& a, KernelPath path) {
   const kernels::KernelInfo* k = kernels::select(Op::kTransposeFinite, 2, a, path);
   if (k == nullptr && a.stream) {
     a.stream = false;
     k = kernels::select(Op::kTransposeFinite, 2, a, path);
   }
+  return k;
+}
+
+// A kTransposeFinite kernel on `a`: 1 all finite, 0 INF / NaN seen, -1 with nothing moved when
+// no such kernel takes the call. Staged (run_staged), each tile's kernel sets its own flag; a
+// tile that no testing kernel takes (a narrow last one) is moved plainly and its rows scanned.
+int run_finite(TransposeArgs a, KernelPath path) {
+  bool nonfinite = false;
+  a.nonfinite = &nonfinite;
+  const kernels::KernelInfo* k = pick_finite(a, path);
   if (k == nullptr) return -1;
-  k->run(a);
+  const auto tile = [&](const TransposeArgs& b) {
+    TransposeArgs t = b;
+    bool seen = false;
+    t.nonfinite = &seen;
+    if (const kernels::KernelInfo* f = pick_finite(t, path)) {
+      f->run(t);
+    } else {
+      t.nonfinite = nullptr;
+      kernels::select(Op::kTranspose, 2, t, path)->run(t);
+      for (int64_t r = 0; r < t.rows && !seen; ++r) {
+        seen = fp16_first_nonfinite(reinterpret_cast<const uint16_t*>(t.src + r * t.src_stride), t.cols, path) >= 0;
+      }
+    }
+    nonfinite = nonfinite || seen;
+    return false;
+  };
+  if (!run_staged(a, 2, tile)) k->run(a);
   return nonfinite ? 0 : 1;
 }
 

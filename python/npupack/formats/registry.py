@@ -165,9 +165,9 @@ class Format:
         self._pad_value(pad_value)
         arr = x if isinstance(x, np.ndarray) else np.asarray(x)
         self._dtype(arr.dtype, "x")
-        # `out` is checked by the vendor function, which sizes the buffer anyway: sizing it here
-        # too doubled the cost of a call on a small tensor (tests/test_formats_registry.py checks
-        # that every format refuses a short or wrong-typed `out`).
+        # `out` is checked by the vendor function, which sizes the buffer anyway; sizing it here
+        # too would bind the layout twice per call (tests/test_formats_registry.py checks that
+        # every format refuses a short or wrong-typed `out`).
         return self._pack(arr, out=out, pad_value=pad_value, **params)
 
     def unpack(self, buf, shape, dtype, *, out=None, **params) -> np.ndarray:
