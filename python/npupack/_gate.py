@@ -106,20 +106,30 @@ def gate(*reads: str, labels: dict | None = None, words=None):
             if out is not None and type(out) is not np.ndarray:
                 check_disjoint(out, {label: args[i] if i < n else kwargs.get(name) for name, i, label in where})
 
-        first, at, several = where[0][0], where[0][1], len(where) > 1
+        first, at, label, several = *where[0], len(where) > 1
+        ndarray, may_share = np.ndarray, np.may_share_memory  # closure cells: no global lookups per call
 
-        # The common call (no out=, a numeric first array) costs two lookups: the packers' small
-        # calls take a few microseconds.
+        # The common call (one array read, no out= or an ndarray out=) is checked inline: the
+        # packers' small calls take a few microseconds.
         @functools.wraps(f)
         def call(*args, **kwargs):
             if rename is not None and not word_keys.isdisjoint(kwargs):
                 kwargs = rename(kwargs)
-            if kwargs.get("out") is not None or several:
+            out = kwargs.get("out")
+            if several:
                 check(args, kwargs)
             else:
                 v = args[at] if len(args) > at else kwargs.get(first)
-                if type(v) is np.ndarray and v.dtype.kind not in NUMERIC_KINDS:
-                    numeric_dtype(v.dtype, first)
+                if type(v) is ndarray:
+                    if v.dtype.kind not in NUMERIC_KINDS:
+                        numeric_dtype(v.dtype, first)
+                    if out is not None and takes_out:
+                        if type(out) is not ndarray:
+                            check(args, kwargs)
+                        elif may_share(v, out):
+                            _overlap(label)
+                elif out is not None:
+                    check(args, kwargs)
             return f(*args, **kwargs)
 
         call.gated_reads = reads

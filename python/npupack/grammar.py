@@ -27,7 +27,7 @@ import numpy as np
 
 from npupack._gate import gate
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, cache_safe, check_dims, check_dtype, check_out
+from npupack.layout import BlockedLayout, Dim, cache_safe, check_dims, check_dtype
 
 __all__ = ["Tile", "Layout", "pack", "unpack"]
 
@@ -499,15 +499,28 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
         Bad layout text; ``x.ndim`` != the layout's rank; negative padding; ``out`` too small,
         read-only or sharing memory with ``x``; size overflow.
     """
-    lay = _as_layout(layout)
     arr = np.asarray(x)
-    dtype = _check_dtype(arr.dtype, "x")
-    if arr.ndim != lay.rank:
-        raise LayoutError(f"x: has {arr.ndim} dimensions, layout {lay} has {lay.rank} ({', '.join(lay.logical)})")
-    bound = lay.bind(arr.shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi)
-    if out is not None:
-        check_out(out, bound.nbytes)
+    # The same layout (object or text), shape and dtype packed before, unpadded: its descriptor.
+    key = (layout, arr.shape, arr.dtype) if pad_lo is None and pad_hi is None else None
+    try:
+        bound = _PACK_PLANS.get(key)
+    except TypeError:  # an unhashable layout: _as_layout names it
+        bound = key = None
+    if bound is None:
+        lay = _as_layout(layout)
+        dtype = _check_dtype(arr.dtype, "x")
+        if arr.ndim != lay.rank:
+            raise LayoutError(f"x: has {arr.ndim} dimensions, layout {lay} has {lay.rank} "
+                              f"({', '.join(lay.logical)})")
+        bound = lay.bind(arr.shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi)
+        if key is not None:
+            if len(_PACK_PLANS) > 4096:
+                _PACK_PLANS.clear()
+            _PACK_PLANS[key] = bound
     return bound._pack(arr, out, pad_value)
+
+
+_PACK_PLANS: dict = {}
 
 
 @gate("buf")

@@ -17,7 +17,7 @@ import numpy as np
 from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.aliases import registry_words
-from npupack.layout import (Dim, check_bool, check_dims, check_int, check_no_nan, check_out, check_whole,
+from npupack.layout import (_BIG_ENDIAN, Dim, check_bool, check_dims, check_int, check_no_nan, check_out, check_whole,
                             little_endian, strided_layout)
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
@@ -238,7 +238,10 @@ class TensorProperties:
 
 
 def _plain_ints(v) -> bool:
-    return v is None or (type(v) is tuple and all(type(e) is int for e in v))
+    return v is None or (type(v) is tuple and _INT.issuperset(map(type, v)))
+
+
+_INT = frozenset((int,))
 
 
 def _byte_strides(valid_shape, es, stride, aligned):
@@ -326,7 +329,7 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
     overlapping/negative strides, a too-small ``out`` or an ``aligned_byte_size`` smaller than the
     strides address, TypeError for a non-integer ``aligned_byte_size``, ValueError when neither
     ``stride`` nor ``aligned_shape`` is given."""
-    arr = little_endian(np.asarray(x))
+    arr = x if type(x) is np.ndarray and x.dtype.byteorder not in _BIG_ENDIAN else little_endian(np.asarray(x))
     if arr.dtype.kind not in "biuf" or arr.dtype.itemsize not in (1, 2, 4, 8):
         raise TypeError(f"x: dtype {arr.dtype} cannot be padded")
     if (_plain_ints(stride) and _plain_ints(aligned_shape)
@@ -335,7 +338,7 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
     else:
         total, desc = _padded.__wrapped__(arr.shape, arr.dtype, stride, aligned_shape, aligned_byte_size)
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
-    desc._pack(arr, buf, 0)
+    desc._pack_into(arr, buf)
     if total > desc.nbytes:
         buf[desc.nbytes:] = 0
     return buf

@@ -20,8 +20,8 @@ from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.aliases import registry_words
 from npupack.grammar import Layout, Tile
-from npupack.layout import (Dim, cache_safe, check_bool, check_dims, check_dtype, check_int, check_no_nan, check_out,
-                            check_whole, little_endian, strided_layout)
+from npupack.layout import (_BIG_ENDIAN, Dim, cache_safe, check_bool, check_dims, check_dtype, check_int,
+                            check_no_nan, check_out, check_whole, little_endian, strided_layout)
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -224,8 +224,9 @@ def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
     shape = cache_safe(shape, "shape")
     stride_npu, stride_onnx = cache_safe(stride_npu, "stride_npu", 0), cache_safe(stride_onnx, "stride_onnx", 0)
     try:
-        # operator.index: a float dimension must not hit the entry of its integer twin (it is an error).
-        key = (layout, tuple(map(operator.index, shape)), chip,
+        # operator.index and type(layout): a float dimension or layout value (and True for 1) must
+        # not hit the entry of its integer twin (they are errors).
+        key = (type(layout), layout, tuple(map(operator.index, shape)), chip,
                None if stride_npu is None else tuple(map(operator.index, stride_npu)),
                None if stride_onnx is None else tuple(map(operator.index, stride_onnx)))
         hit = _PLANS.get(key)
@@ -242,6 +243,9 @@ def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
 
 
 _PLANS: dict = {}
+# pack's layouts that are one engine pass (no high/low split, byte swap or LSB clearing), by
+# (type(layout), layout, shape, dtype, chip): see pack.
+_PLAIN: dict = {}
 
 
 def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
@@ -326,13 +330,39 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
     TypeError
         Float input to an integer layout, a dtype of the wrong width.
     """
-    arr = little_endian(np.asarray(x))
+    arr = x if type(x) is np.ndarray and x.dtype.byteorder not in _BIG_ENDIAN else little_endian(np.asarray(x))
+    # A tensor re-laid out on every inference: the layout, shape, dtype and chip seen before (with
+    # the default strides and clear_lsb) skip the plan's checks. type(layout) keeps a float 1.0
+    # from matching the entry of layout 1.
+    key = (type(layout), layout, arr.shape, arr.dtype, chip) \
+        if stride_npu is None and stride_onnx is None and clear_lsb is None and type(chip) is str else None
+    try:
+        plain = _PLAIN.get(key)
+    except TypeError:  # an unhashable layout: the checks below name it
+        plain = key = None
+    if plain is not None:
+        desc, eshape, total, view = plain
+        vals = (arr if view is None else arr.view(view)).reshape(eshape)
+        if out is None:
+            buf = np.empty(total, dtype=np.uint8)
+        else:
+            buf = check_out(out, total)
+            buf = buf if buf.size == total else buf[:total]
+        desc._pack_into(vals, buf)
+        if total > desc.nbytes:
+            buf[desc.nbytes:] = 0
+        return buf
     lay, chip, desc, eshape, total, dtype = _plan(layout, arr.shape, chip, stride_npu, stride_onnx)
     vals = _input_array(arr, lay, dtype).reshape(eshape)
-    if _clear_lsb(lay, chip, clear_lsb):
+    lsb = _clear_lsb(lay, chip, clear_lsb)
+    if lsb:
         vals = vals & np.int16(-2)
     if lay == DataLayout.KP_HW1C16B_BE:
         vals = vals.byteswap()  # the engine stores little-endian: swapped values give big-endian bytes
+    elif key is not None and not lsb and lay not in _HIGHLOW:
+        if len(_PLAIN) > 1024:
+            _PLAIN.clear()
+        _PLAIN[key] = (desc, eshape, total, dtype if arr.dtype != dtype else None)
     buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
     if lay in _HIGHLOW:
         scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars

@@ -111,6 +111,7 @@ class BlockedLayout:
             [(d.name, int(d.extent), [int(t) for t in d.tiles], bool(d.ragged), int(d.pad_lo), int(d.storage),
               [int(v) for v in d.divisors] if d.divisors is not None else []) for d in self.dims],
             core_order, self.dtype.itemsize)
+        self._nbytes = self._core.nbytes  # read on every call of the packers
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -120,7 +121,7 @@ class BlockedLayout:
     @property
     def nbytes(self) -> int:
         """Bytes of the packed buffer: from offset 0 to the end of the last element slot."""
-        return self._core.nbytes
+        return self._nbytes
 
     @property
     def has_holes(self) -> bool:
@@ -153,12 +154,14 @@ class BlockedLayout:
         arrays through it first."""
         if reference is not False:
             reference = check_bool(reference, "reference")
-        buf = _out_buffer(out, self.nbytes)
-        x = little_endian(np.asarray(x))
+        n = self._nbytes
+        buf = np.empty(n, dtype=np.uint8) if out is None else check_out(out, n)
+        if type(x) is not np.ndarray or x.dtype.byteorder in _BIG_ENDIAN:
+            x = little_endian(np.asarray(x))
         # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).
-        pad = pad_bytes(pad_value, self.dtype)
+        pad = b"" if type(pad_value) is int and pad_value == 0 else pad_bytes(pad_value, self.dtype)
         self._core.pack(x, buf, pad, reference)
-        return buf[: self.nbytes]
+        return buf if buf.size == n else buf[:n]
 
     def _pack_into(self, x: np.ndarray, buf: np.ndarray) -> None:
         """Pack with zero padding into ``buf`` already validated by the caller (hot path)."""
@@ -205,6 +208,7 @@ def little_endian(x: np.ndarray) -> np.ndarray:
 
 
 _HOST_LITTLE = np.dtype("=u2") == np.dtype("<u2")
+_BIG_ENDIAN = (">",) if _HOST_LITTLE else (">", "=")
 
 
 def check_dims(shape, name: str, note: str = "", minimum: int = 1) -> tuple[int, ...]:

@@ -24,6 +24,7 @@ _TARGET = "NVDLA configuration preset (nv_full default, nv_large, nv_small, ...)
 _PRECISION = "int8, int16 or fp16 (default: from the dtype: int8, int16, float16)"
 _EXACT = tuple(np.dtype(t) for t in ("int8", "int16", "float16"))
 _TARGETS = tuple(Config.presets()) + ("nvdlav1",)  # nvdlav1: nv_full's name in nvdla/sw
+_NV_FULL = Config.named("nv_full")
 _BY_DTYPE = {np.dtype("int8"): "int8", np.dtype("int16"): "int16", np.dtype("float16"): "fp16"}
 
 
@@ -31,7 +32,7 @@ def config_of(target) -> Config:
     """The Config a ``target`` names (preset name, any case) or is. Raises ValueError naming
     ``target`` for an unknown preset, TypeError for anything but a str or Config."""
     if target is None:
-        return Config.named("nv_full")
+        return _NV_FULL
     if isinstance(target, Config):
         return target
     if not isinstance(target, str):

@@ -112,6 +112,8 @@ class Format:
         return tuple(v for v in VERBS if have[v])
 
     def _params(self, params: dict) -> dict:
+        if not params:
+            return params
         unknown = sorted(set(params) - set(self.params))
         if unknown:
             takes = ", ".join(sorted(self.params)) or "none"
@@ -162,9 +164,11 @@ class Format:
         LayoutError for a wrong rank, dims < 1 or an ``out`` too small, UnsupportedError for a
         target or precision the format does not have; otherwise as the vendor function."""
         params = self._params(params)
-        self._pad_value(pad_value)
+        if not (type(pad_value) is int and pad_value == 0):
+            self._pad_value(pad_value)
         arr = x if isinstance(x, np.ndarray) else np.asarray(x)
-        self._dtype(arr.dtype, "x")
+        if arr.dtype.kind not in "biuf" or arr.dtype.itemsize not in (1, 2, 4, 8):
+            self._dtype(arr.dtype, "x")
         # `out` is checked by the vendor function, which sizes the buffer anyway; sizing it here
         # too would bind the layout twice per call (tests/test_formats_registry.py checks that
         # every format refuses a short or wrong-typed `out`).

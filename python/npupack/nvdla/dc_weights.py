@@ -12,7 +12,7 @@ from npupack.formats.aliases import registry_words
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import check_out
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
-from npupack.nvdla.convert import _pack_if_finite_fp16, convert_elements, infer_precision
+from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
 from npupack.nvdla.deconv import check_deconv_stride
 from npupack.nvdla.image_weights import image_layout
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_no_pixel_format, check_single_group,
@@ -147,7 +147,7 @@ def _dc_plan(arr: np.ndarray, precision, config: Config, groups) -> "_DcPlan":
 class _DcPlan:
     """Everything about packing one validated DC layer shape except the values (docs/nvdla.md §6, 7)."""
 
-    __slots__ = ("layout", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields")
+    __slots__ = ("layout", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields", "direct")
 
     def __init__(self, shape, groups: int, precision: str, config: Config):
         k, cg, r, s = shape
@@ -159,6 +159,8 @@ class _DcPlan:
         self.kpg = config.kernels_per_group(precision)
         self.precision = precision
         self.config = config
+        # Dense integer weights already of the target dtype pack as they are: no conversion call.
+        self.direct = _TARGET_DTYPE[precision] if groups == 1 and precision != "fp16" else None
         self.fields = dict(kind="dc", precision=precision, shape=tuple(shape), packed_shape=packed_shape,
                            kernel_groups=-(-k // self.kpg),
                            bytes_per_kernel=cg * groups * r * s * element_size(precision),
@@ -175,7 +177,9 @@ class _DcPlan:
         # float16 weights: the INF/NaN check runs per kernel group as it is packed; only a
         # tensor with INF or NaN takes the full conversion (which raises or saturates) and
         # is packed again.
-        if not (g == 1 and self.precision == "fp16" and _pack_if_finite_fp16(self.layout, arr, buf)):
+        if arr.dtype is self.direct:
+            self.layout._core.pack(arr, buf, b"", False)
+        elif not (g == 1 and self.precision == "fp16" and _pack_if_finite_fp16(self.layout, arr, buf)):
             elems = convert_elements(arr, self.precision, what="w", rounding=rounding, saturate=saturate,
                                      allow_nan=allow_nan)
             _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)

@@ -21,8 +21,8 @@ import numpy as np
 from npupack._gate import gate
 from npupack.formats.aliases import registry_words
 from npupack.errors import LayoutError
-from npupack.layout import (BlockedLayout, Dim, as_byte_buffer, check_bool, check_dims, check_dtype, check_int,
-                            check_out, little_endian)
+from npupack.layout import (_BIG_ENDIAN, BlockedLayout, Dim, as_byte_buffer, check_bool, check_dims, check_dtype,
+                            check_int, check_out, little_endian)
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import (_TARGET_DTYPE, _check_rounding, _pack_if_finite_fp16, convert_elements,
                                    infer_precision)
@@ -191,7 +191,7 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
         _check_rounding(rounding)
     if saturate is not True:
         saturate = check_bool(saturate, "saturate")
-    arr = little_endian(x if type(x) is np.ndarray else np.asarray(x))
+    arr = x if type(x) is np.ndarray and x.dtype.byteorder not in _BIG_ENDIAN else little_endian(np.asarray(x))
     if line_stride is None and surface_stride is None and batch_stride is None and type(precision) in (str, type(None)):
         # Default strides: shape, dtype and config decide everything, so the checks and the
         # descriptor are looked up (compilers call this per tensor; it halves the per-call cost).
@@ -201,10 +201,15 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
         precision = infer_precision(arr.dtype, precision, config, "x")
         layout = feature_layout(arr.shape, precision, config, line_stride=line_stride,
                                 surface_stride=surface_stride, batch_stride=batch_stride)
-    buf = check_out(out, layout.nbytes)[:layout.nbytes] if out is not None else np.empty(layout.nbytes, np.uint8)
-    # float16 activations: checked for INF/NaN surface by surface as they are packed; only a
-    # tensor with INF or NaN takes the conversion (saturating INF) and is packed again.
-    if precision == "fp16" and _pack_if_finite_fp16(layout, arr if arr.ndim == 4 else arr[np.newaxis], buf):
+    n = layout.nbytes
+    buf = check_out(out, n)[:n] if out is not None else np.empty(n, np.uint8)
+    if precision == "fp16":
+        # float16 activations: checked for INF/NaN surface by surface as they are packed; only a
+        # tensor with INF or NaN takes the conversion (saturating INF) and is packed again.
+        if _pack_if_finite_fp16(layout, arr if arr.ndim == 4 else arr[np.newaxis], buf):
+            return buf
+    elif arr.dtype is _TARGET_DTYPE[precision]:  # integers of the target dtype: nothing to convert
+        layout._pack_into(arr if arr.ndim == 4 else arr[np.newaxis], buf)
         return buf
     elems = convert_elements(arr, precision, what="x", rounding=rounding, saturate=saturate)
     if elems.ndim == 3:

@@ -21,7 +21,7 @@ import numpy as np
 from npupack._gate import gate
 from npupack.formats.aliases import registry_words
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_bool, little_endian
+from npupack.layout import _BIG_ENDIAN, as_byte_buffer, check_bool, little_endian
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
 from npupack.nvdla.dc_weights import (_DC_PLANS, _KINDS, _check_groups, _dc_plan, _DcPlan, _dense_dc_layout,
@@ -124,7 +124,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
     """
     if type(config) is not Config:
         check_config(config)
-    if type(w) is np.ndarray:
+    if type(w) is np.ndarray and w.dtype.byteorder in _BIG_ENDIAN:
         w = little_endian(w)  # the same values; the NVDLA dtypes are little-endian (docs/nvdla.md §2.1)
     if saturate is not True or allow_nan is not False:
         saturate, allow_nan = check_bool(saturate, "saturate"), check_bool(allow_nan, "allow_nan")

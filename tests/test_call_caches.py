@@ -1,0 +1,157 @@
+"""The packers' per-call caches (docs/design.md §5.4): a call that finds its plan cached must be
+checked and packed exactly like the first call of its kind. Each front is called once to fill
+its cache, then again with arguments that hit it (equal bytes to the NumPy reference, ``out=``
+rules), and with arguments a cache key could confuse with the cached ones (a float or bool for
+an integer, another dtype, padding, options), which must be refused or packed as their own."""
+import numpy as np
+import pytest
+
+import npupack
+from npupack import LayoutError, horizon, kneron, nvdla
+from npupack import openvino as ov
+from tests.reference import blocked as ref_blocked
+from tests.reference import kneron_horizon as ref_kh
+from tests.reference import nvdla as ref
+
+RNG = np.random.default_rng(43)
+X8 = RNG.integers(-128, 128, (1, 20, 5, 7), dtype=np.int8)
+W8 = RNG.integers(-128, 128, (20, 9, 3, 3), dtype=np.int8)
+NCHW16C = npupack.Layout.parse("NCHW16c")
+
+
+def _ref_nchw16c(x, pad_value=0):
+    return ref_blocked.pack_transpose(x, NCHW16C.logical, NCHW16C.outer,
+                                      [(t.dim, t.size, None) for t in NCHW16C.tiles], pad_value)
+
+
+def _ref_horizon(x):
+    aligned = (1, 5, 7, 32)  # NHWC, C padded to 32
+    stride = (5 * 7 * 32, 7 * 32, 32, 1)
+    return ref_kh.horizon_pad(x, stride, int(np.prod(aligned)))
+
+
+# name -> (call(x, out=None), x, the NumPy reference of its bytes)
+FRONTS = {
+    "nvdla.pack_weights": (lambda x, out=None: nvdla.pack_weights(x, out=out).weight, W8,
+                           ref.pack_dc_vectorised(W8, kpg=32, cb=64, tail=128)),
+    "nvdla.pack_feature": (lambda x, out=None: nvdla.pack_feature(x, out=out), X8,
+                           ref.pack_feature_vectorised(X8, atom_bytes=32)),
+    "npupack.pack": (lambda x, out=None: npupack.pack(x, "NCHW16c", out=out), X8, _ref_nchw16c(X8)),
+    "openvino.pack": (lambda x, out=None: ov.pack(x, "b_fs_yx_fsv16", out=out), X8, _ref_nchw16c(X8)),
+    "kneron.pack": (lambda x, out=None: kneron.pack(x, "16W1C8B", chip="kl720", out=out), X8,
+                    ref_kh.kneron_v1_pack(X8[0], "kl720", "16W1C8B")),
+    "horizon.pad": (lambda x, out=None: horizon.pad(x, aligned_shape=(1, 5, 7, 32), out=out),
+                    X8.transpose(0, 2, 3, 1).copy(), _ref_horizon(X8.transpose(0, 2, 3, 1))),
+}
+
+
+@pytest.mark.parametrize("name", FRONTS)
+def test_a_cached_call_packs_the_reference_bytes_and_keeps_the_out_rules(name):
+    call, x, expected = FRONTS[name]
+    n = expected.size
+    for _ in range(3):  # the first call fills the cache, the others hit it
+        assert np.array_equal(call(x), expected)
+    out = np.full(n + 100, 0xAB, np.uint8)
+    got = call(x, out=out)
+    assert np.shares_memory(got, out) and np.array_equal(out[:n], expected)
+    assert (out[n:] == 0xAB).all()  # bytes past the result untouched
+    short = np.full(n - 1, 0xCD, np.uint8)
+    with pytest.raises(LayoutError, match="out: "):
+        call(x, out=short)
+    assert (short == 0xCD).all()
+    with pytest.raises(TypeError, match="out: "):
+        call(x, out=np.zeros(n, np.int8))
+    frozen = np.zeros(n, np.uint8)
+    frozen.flags.writeable = False
+    with pytest.raises(LayoutError, match="out: "):
+        call(x, out=frozen)
+    both = np.zeros(x.nbytes + n, np.uint8)  # x inside out's bytes: refused, x left as it was
+    alias = both[:x.nbytes].view(x.dtype).reshape(x.shape)
+    alias[...] = x
+    with pytest.raises(LayoutError, match="overlaps"):
+        call(alias, out=both)
+    assert np.array_equal(alias, x)
+
+
+@pytest.mark.parametrize("name", FRONTS)
+def test_a_cached_call_refuses_non_numeric_input(name):
+    call, x, _ = FRONTS[name]
+    call(x)
+    with pytest.raises(TypeError, match="is not a number"):
+        call(x.astype(np.str_))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: nvdla.pack_weights(x, precision="int8"),
+    lambda x: nvdla.pack_feature(x, precision="int8"),
+    lambda x: kneron.pack(x, "16W1C8B", chip="kl720"),
+], ids=["nvdla.pack_weights", "nvdla.pack_feature", "kneron.pack"])
+def test_a_cached_integer_call_refuses_float_input(call):
+    call(X8)
+    with pytest.raises(TypeError, match="float"):
+        call(X8.astype(np.float32))
+
+
+@pytest.mark.parametrize("lay", [1.0, True, 2.0])
+def test_kneron_layout_value_refused_after_its_integer_twin(lay):
+    x = X8[0]
+    for call in (lambda v: kneron.pack(x, v, chip="kl720"), lambda v: kneron.nbytes(v, x.shape, chip="kl720")):
+        call(int(lay))  # fills both caches
+        with pytest.raises(TypeError, match="layout: expected a DataLayout, its name or value"):
+            call(lay)
+
+
+def test_kneron_cached_8_bit_layout_takes_uint8_as_the_same_bits_and_refuses_16_bit():
+    x = X8[0]
+    expected = ref_kh.kneron_v1_pack(x, "kl720", "1W16C8B")
+    assert np.array_equal(kneron.pack(x, "1W16C8B", chip="kl720"), expected)
+    assert np.array_equal(kneron.pack(x.view(np.uint8), "1W16C8B", chip="kl720"), expected)
+    assert np.array_equal(kneron.pack(x.view(np.uint8), "1W16C8B", chip="kl720"), expected)
+    with pytest.raises(TypeError, match="8-bit integers"):
+        kneron.pack(x.astype(np.int16), "1W16C8B", chip="kl720")
+
+
+def test_kneron_options_are_not_taken_from_a_cached_plain_call():
+    x = RNG.integers(-3000, 3000, (3, 4, 9), dtype=np.int16) | 1  # every value odd
+    plain = kneron.pack(x, "8W1C16B", chip="kl720")
+    assert np.array_equal(plain, ref_kh.kneron_v1_pack(x, "kl720", "8W1C16B"))
+    cleared = kneron.pack(x, "8W1C16B", chip="kl720", clear_lsb=True)
+    assert np.array_equal(cleared, ref_kh.kneron_v1_pack(x & np.int16(-2), "kl720", "8W1C16B"))
+    assert np.array_equal(kneron.pack(x, "8W1C16B", chip="kl720"), plain)
+    # Big-endian scalars: the bytes of each little-endian pair swapped, on every call.
+    y = RNG.integers(-3000, 3000, (1, 3, 4, 5), dtype=np.int16)
+    le = kneron.pack(y, "HW1C16B_LE", chip="kl730", stride_npu=(120, 40, 10, 2))
+    for _ in range(2):
+        be = kneron.pack(y, "HW1C16B_BE", chip="kl730", stride_npu=(120, 40, 10, 2))
+        assert np.array_equal(be.reshape(-1, 2), le.reshape(-1, 2)[:, ::-1])
+
+
+def test_npupack_pack_cached_descriptor_keeps_padding_and_pad_value_apart():
+    expected = _ref_nchw16c(X8)
+    assert np.array_equal(npupack.pack(X8, "NCHW16c"), expected)
+    assert np.array_equal(npupack.pack(X8, NCHW16C), expected)  # the object and its text
+    assert np.array_equal(npupack.pack(X8, "NCHW16c", pad_value=7), _ref_nchw16c(X8, 7))
+    padded = npupack.pack(X8, "NCHW16c", pad_hi=(0, 0, 1, 0))
+    assert padded.size == NCHW16C.nbytes((1, 20, 6, 7), np.int8)
+    with pytest.raises(ValueError, match="pad_value"):
+        npupack.pack(X8, "NCHW16c", pad_value=300)
+    with pytest.raises(LayoutError, match="x: has 3 dimensions"):
+        npupack.pack(X8[0], "NCHW16c")
+    with pytest.raises(TypeError, match="layout: expected a npupack.Layout or its text"):
+        npupack.pack(X8, ["NCHW16c"])
+
+
+def test_nvdla_cached_plans_convert_what_is_not_of_the_target_dtype():
+    expected16 = ref.pack_dc_vectorised(W8.astype(np.int16), kpg=16, cb=32, tail=128)
+    nvdla.pack_weights(W8)  # the int8 plan
+    assert np.array_equal(nvdla.pack_weights(W8, precision="int16").weight, expected16)
+    assert np.array_equal(nvdla.pack_weights(W8.astype(np.int16)).weight, expected16)
+    big = W8.astype(np.int16).astype(">i2")
+    assert np.array_equal(nvdla.pack_weights(big).weight, expected16)
+    u = W8.view(np.uint8)
+    with pytest.raises(ValueError, match="do not fit int8"):
+        nvdla.pack_weights(u, precision="int8")
+    nvdla.pack_feature(X8)
+    with pytest.raises(ValueError, match="do not fit int8"):
+        nvdla.pack_feature(X8.view(np.uint8), precision="int8")
+    assert np.array_equal(nvdla.pack_feature(X8[0]), ref.pack_feature_vectorised(X8, atom_bytes=32))
