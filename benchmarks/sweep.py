@@ -365,7 +365,9 @@ def alternate(run, copy, warm, budget, min_rounds, max_rounds):
 def sweep(families, sizes, threads, args, writer, table):
     largest = int(max(sizes) * 1.25) + MB  # the solved shapes land near, not on, the target
     pools = Pools(largest, args.seed)
-    out = np.empty(largest * 2, np.uint8)  # the npupack output; padded layouts may exceed the target
+    # The npupack output (padded layouts may exceed the target), line-aligned as npupack's own
+    # results are: the 3x3 weight kernels stream only whole lines (docs/performance.md §1.1).
+    out = npupack.aligned_empty(largest * 2)
     dst, src = np.empty(largest * 2, np.uint8), np.ones(largest * 2, np.uint8)
     out.fill(0)
     dst.fill(0)

@@ -558,3 +558,70 @@ def test_weights_nbytes_refuses_what_pack_weights_refuses(kind, config, options)
         return
     first = ws[0] if isinstance(ws, tuple) else ws
     assert weights_nbytes(w.shape, kind=kind, precision=precision, config=config, **options) == first.weight.size
+
+
+_STREAMED_REFS = {}
+
+
+def _streamed_case(precision):
+    """3x3 weights of more than 4 MiB (where whole lines stream) with a short last kernel group and
+    a short last channel block, their NumPy reference, and a copy with an INF in the last kernel
+    group whose reference holds 65504 there (fp16)."""
+    if precision not in _STREAMED_REFS:
+        shape = (300, 2040, 3, 3) if precision == "int8" else (300, 1020, 3, 3)
+        w = random_weights(np.random.default_rng(16), shape, precision)
+        kpg, cb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
+        expect = ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=128)
+        bad = exp_bad = None
+        if precision == "fp16":
+            bad, w_exp = w.copy(), w.copy()
+            bad[290, 1000, 2, 1], w_exp[290, 1000, 2, 1] = np.inf, 65504.0
+            exp_bad = ref.pack_dc_vectorised(w_exp, kpg=kpg, cb=cb, tail=128)
+        _STREAMED_REFS[precision] = (w, expect, bad, exp_bad)
+    return _STREAMED_REFS[precision]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("buffer", ["new", "aligned", "16 past a line", "1 past a line"])
+@pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
+def test_3x3_weights_past_4_mib_stream_whole_lines_where_aligned(precision, buffer, threads):
+    """Past 4 MiB the 3x3 rotation kernels write each column of a channel block with streaming
+    stores where the output's columns are whole 64-byte lines (docs/design.md §3.8): a new result
+    and an npupack.aligned_empty buffer are line-aligned, an np.empty one is 16 bytes past a line
+    and gets plain stores. Every form gives the reference bytes (short last kernel group and
+    channel block included), writes nothing past the surface, and still finds an fp16 INF."""
+    w, expect, bad, exp_bad = _streamed_case(precision)
+    n = expect.size
+    with npupack.num_threads(threads):
+        if buffer == "new":
+            ws = pack_weights(w)
+            assert ws.weight.ctypes.data % 64 == 0
+            assert np.array_equal(ws.weight, expect)
+            if bad is not None:
+                assert np.array_equal(pack_weights(bad).weight, exp_bad)
+            return
+        shift = {"aligned": 0, "16 past a line": 16, "1 past a line": 1}[buffer]
+        raw = npupack.aligned_empty(n + 64 + 100)
+        out = raw[shift:shift + n + 100]
+        out[:] = 0xA5
+        assert np.array_equal(pack_weights(w, out=out).weight, expect)
+        assert np.all(out[n:] == 0xA5)
+        if bad is not None:
+            assert np.array_equal(pack_weights(bad, out=out).weight, exp_bad)
+
+
+def test_3x3_weights_plan_streams_whole_lines_with_the_avx512_kernels():
+    """The plan of 3x3 weights past 4 MiB streams in its batch calls where the AVX-512 rotation
+    kernels run; with the AVX2 ones (no streamed form) it stores plainly."""
+    from npupack import plan
+
+    vbmi = any(k["name"] == "transpose_x8_64x9_avx512vbmi" and k["runs"] for k in npupack._core.kernel_list())
+    for precision, shape in (("int8", (300, 2040, 3, 3)), ("fp16", (300, 1020, 3, 3)),
+                             ("int8", (1000, 2040, 3, 3))):
+        text = plan.describe(npupack.nvdla.dc_layout(shape, precision), shape, DTYPE[precision])
+        want = "streaming stores: yes, in each batch call where the output's columns are whole 64-byte lines" \
+            if vbmi else "streaming stores: no"
+        assert want in text, text
+        small = (100, 2040, 3, 3) if precision == "int8" else (100, 1020, 3, 3)  # under 4 MiB: plain stores
+        assert "streaming stores: no" in plan.describe(npupack.nvdla.dc_layout(small, precision), small,
+                                                       DTYPE[precision])

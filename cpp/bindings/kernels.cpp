@@ -273,8 +273,14 @@ int kernel_run(const std::string& name, const py::array& src, int64_t src_stride
   a.src_step = src_step;
   a.dst_step = dst_step;
   a.stream = stream;
-  if (stream && (count != 1 || dst_stride != rows * eb || reinterpret_cast<uintptr_t>(a.dst) % 16 != 0)) {
-    throw LayoutError("kernel_run: stream needs one matrix, dst_stride = rows * elem and a 16-byte aligned dst");
+  // The two streamed forms the engine hands out: back-to-back columns (transpose_stream) and
+  // whole-line columns (transpose_batch's stream, common.hpp whole_lines).
+  const auto at = reinterpret_cast<uintptr_t>(a.dst);
+  const bool back_to_back = count == 1 && dst_stride == rows * eb && at % 16 == 0;
+  const bool lines = at % 64 == 0 && dst_stride % 64 == 0 && (count == 1 || dst_step % 64 == 0);
+  if (stream && !back_to_back && !lines) {
+    throw LayoutError("kernel_run: stream needs one matrix, dst_stride = rows * elem and a 16-byte aligned dst, or "
+                      "a 64-byte aligned dst with dst_stride and dst_step multiples of 64");
   }
   bool nonfinite = false;
   if (k.op == Op::kTransposeFinite) a.nonfinite = &nonfinite;

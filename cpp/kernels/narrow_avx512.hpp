@@ -17,7 +17,8 @@ namespace avx512 {
 // blend (vpblendmb / vpblendmw: any position, no pre-shuffle to gather the amounts in words), and
 // one full permute per column (vpermb / vpermw: across the whole register, no lanes) puts its
 // rows in order. The whole column is one 64-byte store, so every line of the output is written
-// at once. Per 576 bytes: 9 loads, 36 blends, 9 permutes, 9 stores, where the AVX2 kernel (two
+// at once, and a streamed destination (64-byte aligned columns; common.hpp whole_lines) takes
+// one non-temporal store per line. Per 576 bytes: 9 loads, 36 blends, 9 permutes, 9 stores, where the AVX2 kernel (two
 // 288-byte blocks) needs 36 loads, 18 lane blends, 36 (bytes) or 18 (halves) shuffles, 72 or 54
 // blends and 18 stores.
 
@@ -73,7 +74,8 @@ NPUPACK_AI void block_taps9(const char* s, DCur d, __m512i* largest) {
     } else {
       column = _mm512_permutexvar_epi16(_mm512_load_si512(kTaps9Permutes.halves[j]), w[j]);
     }
-    _mm512_storeu_si512(d[j], column);
+    if constexpr (DCur::kStream) _mm512_stream_si512(reinterpret_cast<__m512i*>(d[j]), column);
+    else _mm512_storeu_si512(d[j], column);
   }
 }
 

@@ -1,6 +1,7 @@
 // 9 columns of 16-bit elements whose rows are back to back (fp16 3x3 kernels' taps), matrices of
 // 32 rows and more: the 3x3 rotation on 512-bit registers, 32 rows per step
-// (narrow_avx512.hpp). The finite form also tests every half moved for fp16 INF / NaN.
+// (narrow_avx512.hpp); streamed where the columns are whole lines. The finite form also tests
+// every half moved for fp16 INF / NaN.
 #include "common.hpp"
 #include "narrow_avx512.hpp"
 
@@ -9,22 +10,25 @@ namespace npupack {
 namespace kernels {
 
 bool transpose_x16_32x9_avx512vbmi_takes(const TransposeArgs& a) {
-  return sides_in(a, kStrided | kToColTable) && a.cols == 9 && a.src_stride == 18 && a.rows >= 32;
+  return (sides_in(a, kStrided | kToColTable) || whole_lines(a, 32)) && a.cols == 9 && a.src_stride == 18 &&
+         a.rows >= 32;
 }
 
 bool transpose_x16_32x9_avx512vbmi(const TransposeArgs& a) {
-  on_sides<kStrided | kToColTable>(a, [&a](Strided, auto col) {
+  on_sides<kStrided | kToColTable | kStreamed>(a, [&a](Strided, auto col) {
     narrow::avx512::run_taps9<2>(row_reader(a, 2), col, batch_of(a));
   });
   return true;
 }
 
 bool transpose_finite_x16_32x9_avx512vbmi_takes(const TransposeArgs& a) {
-  return sides_of(a) == kStrided && transpose_x16_32x9_avx512vbmi_takes(a);
+  return sides_in(a, kStrided | kStreamed) && transpose_x16_32x9_avx512vbmi_takes(a);
 }
 
 bool transpose_finite_x16_32x9_avx512vbmi(const TransposeArgs& a) {
-  narrow::avx512::run_taps9<2>(row_reader(a, 2), StridedOut{a.dst, a.dst_stride}, batch_of(a), a.nonfinite);
+  on_sides<kStrided | kStreamed>(a, [&a](Strided, auto col) {
+    narrow::avx512::run_taps9<2>(row_reader(a, 2), col, batch_of(a), a.nonfinite);
+  });
   return true;
 }
 

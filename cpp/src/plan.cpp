@@ -149,12 +149,17 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
     p.nest = whole_x ? plan_tiled_nest(p) : p.loops.size();
     p.prefetch_slabs = to_packed && p.outer_slabs(true) && c_contiguous(L, logical_strides);
     // Outputs this large do not stay in the caches for a reader anyway; streamed where the pair's
-    // kernel pays for it (transpose_streams).
-    p.stream = to_packed && L.nbytes() >= kStreamTransposeBytes;
-    if (p.stream && p.plain_pair()) {
-      const Loop& x = p.loops[p.loops.size() - 2];
-      const Loop& in = p.loops.back();
-      p.stream = transpose_streams(in.lstep, x.pstep, in.extent, x.extent, p.eb);
+    // kernel pays for it (transpose_streaming): in whole lines from kStreamBytes, matrix by matrix
+    // from kStreamTransposeBytes (docs/performance.md §6).
+    if (to_packed && L.nbytes() >= kStreamBytes) {
+      Streaming how = Streaming::kPerMatrix;
+      if (p.plain_pair()) {
+        const Loop& x = p.loops[p.loops.size() - 2];
+        const Loop& in = p.loops.back();
+        how = transpose_streaming(in.lstep, x.pstep, in.extent, x.extent, p.eb);
+      }
+      p.stream_lines = how == Streaming::kBatchLines;
+      p.stream = p.stream_lines || (how == Streaming::kPerMatrix && L.nbytes() >= kStreamTransposeBytes);
     }
     p.fills_holes = to_packed && plan_fills_holes(p);
     // Large layouts with an independent outermost loop are split across threads, in ranges of

@@ -80,9 +80,13 @@ std::string Plan::describe() const {
     o << "  holes: " << (!L.has_holes() ? "none" : fills_holes ? "written by the plan" : "filled before the walk")
       << ", pad " << (zero_pad() ? "zero" : "non-zero") << "\n";
   }
-  // tile_blocks streams its tiles out from kStreamBytes on; the transposes from kStreamTransposeBytes.
+  // tile_blocks streams its tiles out from kStreamBytes on; the transposes as the plan chose (stream).
   const bool streams = stream || (tiles && L.nbytes() >= kStreamBytes);
-  o << "  streaming stores: " << (streams ? "yes" : "no") << "\n";
+  o << "  streaming stores: "
+    << (!streams         ? "no"
+        : stream_lines ? "yes, in each batch call where the output's columns are whole 64-byte lines"
+                       : "yes")
+    << "\n";
   // Only the row copies and the batched transposes take the range the walk hands them.
   const std::string name = strategy->name;
   const bool taken = prefetch_slabs && (name == "copy_rows" || name == "batch_pairs");

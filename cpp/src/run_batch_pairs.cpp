@@ -68,17 +68,19 @@ bool run_batch_pairs(Walker& w, size_t li, int64_t loff, int64_t poff) {
   poff += rin.lo * eb + rb.lo * psb;
   const char* const lin = w.lin;
   char* const pout = w.pout;
-  if (P.to_packed && P.stream) {
+  if (P.to_packed && P.stream && !P.stream_lines) {
     transpose_stream_batch(lin + loff, in.lstep, b.lstep, pout + poff, psx, psb, rin.n(), rx.n(), nb, eb);
   } else if (P.to_packed) {
     const char* ahead = w.pf_hi > w.pf_lo ? lin + w.pf_lo : nullptr;
-    // fp16 into the packed side (watch_fp16): the 3x3 kernel tests what it moves.
+    // fp16 into the packed side (watch_fp16): the 3x3 kernel tests what it moves. stream_lines:
+    // streamed in the batch call where this output's columns are whole lines.
     if (w.watch && w.record_watch(transpose_batch_finite16(lin + loff, in.lstep, b.lstep, pout + poff, psx, psb,
-                                                           rin.n(), rx.n(), nb, ahead, w.pf_hi - w.pf_lo),
+                                                           rin.n(), rx.n(), nb, ahead, w.pf_hi - w.pf_lo,
+                                                           KernelPath::kAuto, P.stream_lines),
                                   nb * rin.n() * rx.n() * eb)) {
       w.pf_lo = w.pf_hi = 0;
     } else if (transpose_batch(lin + loff, in.lstep, b.lstep, pout + poff, psx, psb, rin.n(), rx.n(), nb, eb,
-                               ahead, w.pf_hi - w.pf_lo)) {
+                               ahead, w.pf_hi - w.pf_lo, KernelPath::kAuto, P.stream_lines)) {
       w.pf_lo = w.pf_hi = 0;
     }
   } else {

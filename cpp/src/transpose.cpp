@@ -70,6 +70,20 @@ bool run_staged(const TransposeArgs& a, int64_t eb, Run run) {
   return true;
 }
 
+// The kernel that moves `a` plainly where it also takes `a` streamed, with a.stream set; else
+// null, a.stream cleared. A streamed batch is one call of the kernel that would move it anyway
+// (the 3x3 rotation kernels, whose stores are whole lines: common.hpp whole_lines); another
+// kernel that takes it streamed would be a slower one.
+const kernels::KernelInfo* streamed_as_plain(Op op, int64_t eb, TransposeArgs& a, KernelPath path) {
+  a.stream = false;
+  const kernels::KernelInfo* plain = kernels::select(op, static_cast<int>(eb), a, path);
+  a.stream = true;
+  const kernels::KernelInfo* k = kernels::select(op, static_cast<int>(eb), a, path);
+  if (k != nullptr && k == plain) return k;
+  a.stream = false;
+  return nullptr;
+}
+
 // The first kernel of the list for `a` (kernels::select); the plain C++ kernels take every
 // unstreamed call, so there always is one. Returns whether it prefetched a.ahead.
 bool run_first(Op op, int64_t eb, const TransposeArgs& a, KernelPath path = KernelPath::kAuto) {
@@ -133,13 +147,20 @@ void transpose_stream_batch(const char* src, int64_t src_stride, int64_t src_ste
   }
 }
 
-bool transpose_streams(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb) {
-  // Stand-in pointers: the kernels' takes read strides and counts, never memory.
-  static char probe[64];
+Streaming transpose_streaming(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb) {
+  // Stand-in pointers (line-aligned): the kernels' takes read strides, counts and alignment,
+  // never memory.
+  alignas(64) static char probe[64];
   TransposeArgs a = strided(probe, src_stride, probe, dst_stride, rows, cols);
-  if (kernels::select(Op::kTranspose, static_cast<int>(eb), a)->tile_cols == 9) return false;
+  a.count = 2;
+  a.dst_step = 64;
+  a.batch = true;
+  if (streamed_as_plain(Op::kTranspose, eb, a, KernelPath::kAuto) != nullptr) return Streaming::kBatchLines;
+  a = strided(probe, src_stride, probe, dst_stride, rows, cols);
+  if (kernels::select(Op::kTranspose, static_cast<int>(eb), a)->tile_cols == 9) return Streaming::kNo;
   a.stream = true;
-  return kernels::select(Op::kTranspose, static_cast<int>(eb), a) != nullptr;
+  return kernels::select(Op::kTranspose, static_cast<int>(eb), a) != nullptr ? Streaming::kPerMatrix
+                                                                              : Streaming::kNo;
 }
 
 namespace {
@@ -194,7 +215,7 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb, const char* ahead,
-                     int64_t ahead_bytes, KernelPath path) {
+                     int64_t ahead_bytes, KernelPath path, bool stream) {
   TransposeArgs a = strided(src, src_stride, dst, dst_stride, rows, cols);
   a.count = count;
   a.src_step = src_step;
@@ -202,12 +223,15 @@ bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
   a.ahead = ahead;
   a.ahead_bytes = ahead_bytes;
   a.batch = true;
+  if (stream) {
+    if (const kernels::KernelInfo* k = streamed_as_plain(Op::kTranspose, eb, a, path)) return k->run(a);
+  }
   return run_first(Op::kTranspose, eb, a, path);
 }
 
 int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                              int64_t dst_step, int64_t rows, int64_t cols, int64_t count, const char* ahead,
-                             int64_t ahead_bytes, KernelPath path) {
+                             int64_t ahead_bytes, KernelPath path, bool stream) {
   TransposeArgs a = strided(src, src_stride, dst, dst_stride, rows, cols);
   a.count = count;
   a.src_step = src_step;
@@ -215,6 +239,7 @@ int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_st
   a.ahead = ahead;
   a.ahead_bytes = ahead_bytes;
   a.batch = true;
+  if (stream) streamed_as_plain(Op::kTransposeFinite, 2, a, path);  // a.stream where it streams
   return run_finite(a, path);
 }
 

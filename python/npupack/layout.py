@@ -348,6 +348,31 @@ def as_byte_buffer(buf, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr).reshape(-1)
 
 
+def aligned_empty(nbytes) -> np.ndarray:
+    """A new, uninitialised 1-D uint8 array of ``nbytes`` bytes whose first byte starts a 64-byte
+    cache line, for the packers' ``out=`` (docs/design.md §3.8). NumPy places a large array 16
+    bytes past a page; an ``out=`` buffer made here lets the packers whose kernels store whole
+    lines (NVDLA DC weights of 3x3 kernels past 16 MiB) write it with streaming stores. It is a
+    view into an array 63 bytes longer. Raises TypeError for an ``nbytes`` that is not an integer,
+    ValueError for a negative one."""
+    n = check_int(nbytes, "nbytes")
+    if n < 0:
+        raise ValueError(f"nbytes: must be >= 0, got {n}")
+    raw = np.empty(n + 63, dtype=np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start:start + n]
+
+
+def empty_lines(nbytes: int) -> np.ndarray:
+    """A packer's new result of ``nbytes`` bytes: :func:`aligned_empty` from 1 MiB, where an
+    output can be large enough to stream, else ``np.empty`` (reading the address would cost more
+    than a small call takes)."""
+    return np.empty(nbytes, dtype=np.uint8) if nbytes < _LINES_FROM else aligned_empty(nbytes)
+
+
+_LINES_FROM = 1 << 20
+
+
 def _out_buffer(out: np.ndarray | None, nbytes: int) -> np.ndarray:
     if out is None:
         return np.empty(nbytes, dtype=np.uint8)

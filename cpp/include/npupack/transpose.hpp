@@ -40,29 +40,37 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 // is ignored, and the caller remains responsible for it). Returns whether it was prefetched.
 // `path` (for tests) caps the kernels' instruction sets: kAvx2 keeps them off AVX-512, kSsse3 off
 // AVX2 as well, kScalar leaves the plain C++ kernels only (docs/design.md §4.9).
+// `stream`: where the kernel that moves the batch also takes it streamed (whole-line columns,
+// Streaming::kBatchLines), its stores are non-temporal; the caller then issues stream_fence().
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb,
-                     const char* ahead = nullptr, int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto);
+                     const char* ahead = nullptr, int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto,
+                     bool stream = false);
 
 // transpose_batch of 16-bit elements that also tests every half it moves for fp16 INF/NaN, as
 // transpose_finite16; only for the 3x3 rotation kernel (9 columns, rows back to back, 16 rows
 // or more, AVX2: fp16 DC weights of 3x3 kernels), -1 with nothing moved otherwise. `ahead` and
-// `path` as for transpose_batch.
+// `path` and `stream` as for transpose_batch.
 int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                              int64_t dst_step, int64_t rows, int64_t cols, int64_t count, const char* ahead = nullptr,
-                             int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto);
+                             int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto, bool stream = false);
 
 // True when transpose_batch runs a batch of rows x cols byte matrices in one SIMD kernel that
 // reads each source row once (9..16 columns; 32 rows and more, or exactly 16 rows, two matrices
 // per AVX2 register). On this CPU.
 bool batch_reads_rows_once_u8(int64_t rows, int64_t cols);
 
-// True when packing rows x cols matrices of eb-byte elements (source rows src_stride bytes
-// apart, destination columns dst_stride apart) pays with streaming stores on this CPU: a
-// streaming kernel takes the shape, and the kernel taken without streaming is not one of the
-// 9-tap kernels of 3x3 weights, which have no streamed form and beat the generic streaming
-// kernels (docs/performance.md §5).
-bool transpose_streams(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb);
+// How packing rows x cols matrices of eb-byte elements (source rows src_stride bytes apart,
+// destination columns dst_stride apart) into an output far larger than the caches uses streaming
+// stores on this CPU (docs/performance.md §6):
+// - kBatchLines: the kernel that moves them plainly streams them too, a batch in one call,
+//   where the columns are whole 64-byte lines (the AVX-512 3x3 rotation kernels of DC weights;
+//   transpose_batch with stream = true);
+// - kPerMatrix: a streaming kernel takes the shape and the plain kernel is not one of the 9-tap
+//   kernels of 3x3 weights, which beat the generic streaming kernels (transpose_stream_batch);
+// - kNo: plain stores.
+enum class Streaming { kNo, kPerMatrix, kBatchLines };
+Streaming transpose_streaming(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb);
 
 // The same, with column c of the destination at dst + dst_cols[c] (a table of byte offsets).
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,

@@ -10,7 +10,7 @@ import numpy as np
 from npupack.formats.aliases import registry_words
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import check_out
+from npupack.layout import check_out, empty_lines
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
 from npupack.nvdla.deconv import check_deconv_stride
@@ -173,7 +173,7 @@ class _DcPlan:
             if buf.size != surface:
                 buf = buf[:surface]
         else:  # grouped: zero pages from the OS, touched only where a weight lands
-            buf = np.empty(surface, dtype=np.uint8) if g == 1 else np.zeros(surface, dtype=np.uint8)
+            buf = empty_lines(surface) if g == 1 else np.zeros(surface, dtype=np.uint8)
         # float16 weights: the INF/NaN check runs per kernel group as it is packed; only a
         # tensor with INF or NaN takes the full conversion (which raises or saturates) and
         # is packed again.

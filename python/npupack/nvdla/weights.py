@@ -21,7 +21,7 @@ import numpy as np
 from npupack._gate import gate
 from npupack.formats.aliases import registry_words
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import _BIG_ENDIAN, as_byte_buffer, check_bool, little_endian
+from npupack.layout import _BIG_ENDIAN, as_byte_buffer, check_bool, empty_lines, little_endian
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
 from npupack.nvdla.dc_weights import (_DC_PLANS, _KINDS, _check_groups, _dc_plan, _DcPlan, _dense_dc_layout,
@@ -245,7 +245,7 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
         except (ValueError, TypeError) as e:
             raise type(e)(f"layer {i}: {e}") from e
         dense = plan.groups == 1
-        buf = np.empty(plan.surface, dtype=np.uint8) if dense else np.zeros(plan.surface, dtype=np.uint8)
+        buf = empty_lines(plan.surface) if dense else np.zeros(plan.surface, dtype=np.uint8)
         plans.append((plan, elems, buf))
     from npupack import _core
 
