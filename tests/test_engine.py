@@ -106,6 +106,22 @@ def test_fast_path_equals_reference_path(spec, seed):
     assert np.all(fast.view(np.uint8)[mask].reshape(-1, eb).view(dtype) == 7) if mask.any() else True
 
 
+@given(layouts(), st.sampled_from([0, 7]), st.integers(0, 2**32))
+def test_every_hole_filled_into_a_dirty_buffer(spec, pad_value, seed):
+    """Before a walk the pad value goes only into the steps of each padded dim's outer loop that
+    can hold holes (docs/design.md §3.5); every hole of a buffer full of garbage must still get
+    it, with lower padding, alignment, swizzled digits and ragged dims too, and nothing past
+    nbytes is touched."""
+    dims, order, eb = spec
+    dtype = np.dtype(f"u{eb}")
+    layout = BlockedLayout(dims, order, dtype)
+    x = np.random.default_rng(seed).integers(0, 2**(8 * eb) - 1, size=layout.shape, dtype=dtype, endpoint=True)
+    dirty = np.full(layout.nbytes + 3, 0xAB, np.uint8)
+    got = layout.pack(x, pad_value=pad_value, out=dirty)
+    assert np.array_equal(got, layout.pack(x, pad_value=pad_value, reference=True))
+    assert (dirty[layout.nbytes:] == 0xAB).all()
+
+
 @given(layouts(ragged_ok=False, padding=False), st.data(), st.integers(0, 2**32))
 def test_zero_padding_into_a_dirty_buffer_with_stride_gaps(spec, data, seed):
     """Explicit strides leave gaps; packing with zero padding into a buffer full of garbage must

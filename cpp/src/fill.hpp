@@ -38,5 +38,10 @@ inline void fill_holes(const BlockedLayout& L, char* packed, const char* pad) {
   if (L.has_holes()) fill_pad(packed, L.nbytes(), L.elem_bytes(), pad);
 }
 
+// fill_holes before a walk, which writes every element: where the holes can be bounded (a dense
+// nest, holes only past the extent of padded dims), only the steps of each such dim's outer loop
+// that can hold them, instead of the whole buffer (fill.cpp).
+void fill_hole_blocks(const BlockedLayout& L, char* packed, const char* pad);
+
 }  // namespace detail
 }  // namespace npupack

@@ -36,7 +36,7 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
       fill_holes(L, packed, pad);
       return detail::run_reference_pack(L, logical, logical_strides, packed);
     case Strategy::Runs::kWalk:
-      if (!plan.fills_holes) fill_holes(L, packed, pad);
+      if (!plan.fills_holes) detail::fill_hole_blocks(L, packed, pad);
       return detail::run_walk(plan, logical, nullptr, nullptr, packed);
   }
 }
@@ -59,7 +59,7 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
   const Plan plan = make_plan(L, logical_strides, true, pad);
   if (plan.strategy->runs == Strategy::Runs::kWalk) {
     if (plan.outer_slabs()) {
-      if (!plan.fills_holes) fill_holes(L, packed, pad);
+      if (!plan.fills_holes) detail::fill_hole_blocks(L, packed, pad);
       std::atomic<bool> ok{true}, covers{false};
       // The first slab is both checked and watched (below), so a tensor of one small slab is
       // only checked: watching it too would add work and save none. With two slabs or more,
