@@ -50,3 +50,62 @@ def test_partial_last_block_streamed():
     packed = layout.pack(x)
     assert np.array_equal(packed, reference(x, np.float16(0)))
     assert np.array_equal(layout.unpack(packed), x)
+
+
+@pytest.mark.parametrize("buffer", ["new", "aligned", "16 past a line"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_column_group_of_64_byte_columns_streamed(buffer, threads):
+    """OIhw16i16o f32 past 16 MiB: the column group's 16 rows of 4 bytes make each packed column
+    one 64-byte line, streamed where every column starts a line (a new result, an
+    npupack.aligned_empty buffer) and stored plainly where not (16 bytes past a line). The same
+    bytes every way, the partial last blocks of O and I included, nothing written past nbytes."""
+    import npupack
+    from npupack import plan
+
+    o, i = 1000, 1030
+    layout = BlockedLayout([Dim("O", o, (16,)), Dim("I", i, (16,)), Dim("Y", 3), Dim("X", 3)],
+                           [("O", 0), ("I", 0), ("Y", 0), ("X", 0), ("I", 1), ("O", 1)], np.float32)
+    text = plan.describe(layout, layout.shape, np.float32)
+    assert "strategy: column_group" in text and "streaming stores: yes" in text, text
+    x = np.random.default_rng(6).standard_normal(layout.shape).astype(np.float32)
+    n = layout.nbytes
+    with npupack.num_threads(threads):
+        if buffer == "new":
+            packed = layout.pack(x, pad_value=0)
+            assert packed.ctypes.data % 64 == 0
+        else:
+            raw = npupack.aligned_empty(n + 64 + 16)
+            out = raw[16:] if buffer == "16 past a line" else raw
+            out[:] = 0xA5
+            packed = layout.pack(x, out=out)
+            assert (out[n:] == 0xA5).all()
+    assert np.array_equal(packed, reference(x, np.float32(0)))
+
+
+@pytest.mark.parametrize("buffer", ["new", "aligned", "16 past a line"])
+@pytest.mark.parametrize("tag, shape", [("nChw16c", (1, 200, 70, 80)), ("OIhw16i16o", (1100, 1030, 1, 1))])
+def test_16_row_blocks_of_4_byte_elements_stream_whole_lines(tag, shape, buffer):
+    """From 4 MiB, transposes of 16 rows of float32 (nChw16c's channel blocks over a plane,
+    OIhw16i16o's 16x16 blocks of 1x1 weights) write each 64-byte column with streaming stores
+    where the output is line-aligned, plain stores where not: the reference bytes every way,
+    holes included, nothing past nbytes."""
+    import npupack
+    from npupack import plan
+    from tests.reference import blocked as ref_blocked
+
+    lay = npupack.Layout.parse(tag)
+    text = plan.describe(tag, shape, np.float32)
+    assert "streaming stores: yes, in whole 64-byte lines" in text, text
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    n = lay.nbytes(shape, np.float32)
+    if buffer == "new":
+        packed = npupack.pack(x, tag)
+        assert packed.ctypes.data % 64 == 0
+    else:
+        raw = npupack.aligned_empty(n + 64 + 16)
+        out = raw[16:] if buffer == "16 past a line" else raw
+        out[:] = 0xA5
+        packed = npupack.pack(x, tag, out=out)
+        assert (out[n:] == 0xA5).all()
+    expected = ref_blocked.pack_transpose(x, lay.logical, lay.outer, [(t.dim, t.size, None) for t in lay.tiles])
+    assert np.array_equal(packed, expected)

@@ -120,30 +120,35 @@ def test_streamed_kernels_against_numpy():
     expected = {n for n in ("transpose_x8_32x16_avx2", "transpose_x8_32x8_avx2", "transpose_x8_16x32_avx2",
                             "transpose_x16_16x8_avx2", "transpose-finite_x16_16x8_avx2", "transpose_x8_16x8_sse2",
                             "transpose_x16_8x8_sse2", "transpose_x16_32x9_avx512vbmi",
-                            "transpose-finite_x16_32x9_avx512vbmi") if any(k["name"] == n for k in RUNS)}
+                            "transpose-finite_x16_32x9_avx512vbmi", "transpose_x32_4x4_sse2")
+                if any(k["name"] == n for k in RUNS)}
     assert streamed == expected
 
 
-WHOLE_LINES = [k for k in RUNS if k["name"] in ("transpose_x8_64x9_avx512vbmi", "transpose_x16_32x9_avx512vbmi",
-                                                  "transpose-finite_x16_32x9_avx512vbmi")]
+# name -> (row counts, column count) of the kernels that stream whole-line columns.
+WHOLE_LINES = {"transpose_x8_64x9_avx512vbmi": ((64, 128), 9), "transpose_x16_32x9_avx512vbmi": ((32, 64), 9),
+               "transpose-finite_x16_32x9_avx512vbmi": ((32, 64), 9), "transpose_x32_4x4_sse2": ((16,), 18)}
+WHOLE_LINE_RUNS = [k for k in RUNS if k["name"] in WHOLE_LINES]
 
 
-@pytest.mark.parametrize("k", WHOLE_LINES, ids=[k["name"] for k in WHOLE_LINES])
+@pytest.mark.parametrize("k", WHOLE_LINE_RUNS, ids=[k["name"] for k in WHOLE_LINE_RUNS])
 def test_whole_line_kernels_stream_batches_of_line_aligned_columns(k):
-    """The 3x3 rotation kernels stream a batch (DC weights: 9 columns of one channel block per
-    kernel, columns 2048 bytes apart, kernels 64 bytes apart) where every column is whole 64-byte
-    lines, and refuse it streamed otherwise (a misaligned destination, a stride or step that is not
-    a multiple of 64, an overlapping last block); they still take all of these unstreamed."""
-    block = 64 // k["elem"]
-    for rows in (block, 2 * block):
+    """The kernels that write each column of a block as whole 64-byte lines (3x3 rotation: DC
+    weights' 9 columns of one channel block per kernel; 4x4 of 4-byte elements: 16 rows) stream
+    a batch (columns 2048 bytes apart, matrices 64 bytes apart) where every column starts a
+    line, and refuse it streamed otherwise (a misaligned destination, a stride or step that is
+    not a multiple of 64, a row count that leaves a partial line); they still take all of these
+    unstreamed."""
+    counts, cols = WHOLE_LINES[k["name"]]
+    for rows in counts:
         for count in (1, 3):
-            assert _run(k, rows, 9, count, dst_stride=2048, dst_step=64 * rows // block, stream=True), (rows, count)
-    for change in (dict(shift=16), dict(shift=32), dict(dst_stride=2048 + 16), dict(dst_step=80),
-                   dict(rows=block + 1)):
-        case = {"rows": block, "dst_stride": 2048, "dst_step": 64, **change}
+            assert _run(k, rows, cols, count, dst_stride=4096, dst_step=rows * k["elem"], stream=True), (rows, count)
+    for change in (dict(shift=16), dict(shift=32), dict(dst_stride=4096 + 16), dict(dst_step=80),
+                   dict(rows=counts[0] + 1)):
+        case = {"rows": counts[0], "dst_stride": 4096, "dst_step": 128, **change}  # no two matrices overlap
         rows = case.pop("rows")
-        assert _run(k, rows, 9, 3, stream=True, **case) is None, change
-        assert _run(k, rows, 9, 3, **case), change
+        assert _run(k, rows, cols, 3, stream=True, **case) is None, change
+        assert _run(k, rows, cols, 3, **case), change
 
 
 def test_kernel_list_follows_the_grammar():

@@ -619,7 +619,7 @@ def test_3x3_weights_plan_streams_whole_lines_with_the_avx512_kernels():
     for precision, shape in (("int8", (300, 2040, 3, 3)), ("fp16", (300, 1020, 3, 3)),
                              ("int8", (1000, 2040, 3, 3))):
         text = plan.describe(npupack.nvdla.dc_layout(shape, precision), shape, DTYPE[precision])
-        want = "streaming stores: yes, in each batch call where the output's columns are whole 64-byte lines" \
+        want = "streaming stores: yes, in whole 64-byte lines where the output is line-aligned" \
             if vbmi else "streaming stores: no"
         assert want in text, text
         small = (100, 2040, 3, 3) if precision == "int8" else (100, 1020, 3, 3)  # under 4 MiB: plain stores

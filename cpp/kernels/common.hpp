@@ -34,12 +34,12 @@ struct StridedT {
   Cursor at(int64_t i, int64_t byte) const { return {base + i * stride + byte, stride}; }
   P operator()(int64_t i) const { return base + i * stride; }
 };
-template <class P>
+template <class P, bool Stream = false>
 struct TableT {
   P base;
   const int64_t* off;
   struct Cursor {
-    static constexpr bool kStream = false;
+    static constexpr bool kStream = Stream;
     P p;
     const int64_t* off;
     P operator[](int64_t k) const { return p + off[k]; }
@@ -62,6 +62,7 @@ using StridedOut = StridedT<char*>;
 using StreamOut = StridedT<char*, true>;
 using Table = TableT<const char*>;
 using TableOut = TableT<char*>;
+using StreamTableOut = TableT<char*, true>;
 
 template <int EB, class SR, class DC>
 void scalar(SR row, DC col, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {

@@ -157,8 +157,11 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
         const Loop& x = p.loops[p.loops.size() - 2];
         const Loop& in = p.loops.back();
         how = transpose_streaming(in.lstep, x.pstep, in.extent, x.extent, p.eb);
+      } else if (p.group >= 2 && p.eb == 4 && p.loops.back().extent == 16 &&
+                 std::all_of(p.col_poff.begin(), p.col_poff.end(), [](int64_t o) { return o % 64 == 0; })) {
+        how = Streaming::kWholeLines;  // 64-byte columns from the table (transpose_to_cols' stream)
       }
-      p.stream_lines = how == Streaming::kBatchLines;
+      p.stream_lines = how == Streaming::kWholeLines;
       p.stream = p.stream_lines || (how == Streaming::kPerMatrix && L.nbytes() >= kStreamTransposeBytes);
     }
     p.fills_holes = to_packed && plan_fills_holes(p);

@@ -29,7 +29,7 @@ inline constexpr int64_t kTileBytes = 256 * 1024;            // tiled_nest: pack
 // tile_blocks (both ways of building a tile) and the row-gap chunks of copy_rows: a tile that
 // stays in L1 while it is built and copied out.
 inline constexpr int64_t kRowTileBytes = 16 * 1024;
-// Outputs written in whole lines (tile_blocks' tiles, the batches of Streaming::kBatchLines)
+// Outputs written in whole lines (tile_blocks' tiles, the transposes of Streaming::kWholeLines)
 // stream from here; transposes that stream matrix by matrix, from kStreamTransposeBytes.
 inline constexpr int64_t kStreamBytes = 4 << 20;
 inline constexpr int64_t kDenseTileBytes = 8 << 20;          // tile_blocks: outputs that take it whatever the holes
@@ -64,7 +64,7 @@ struct Plan {
   size_t nest = 0;                   // tiled_nest: first loop of the nest it tiles (loops.size(): none)
   bool prefetch_slabs = false;       // the next outer slab is prefetched while one is packed
   bool stream = false;               // transposes use streaming stores
-  bool stream_lines = false;         // ... batched, by the plain kernel, on whole-line columns
+  bool stream_lines = false;         // ... in whole lines (Streaming::kWholeLines)
   bool row_gaps = false;             // pack zeroes the gaps between rows itself
   bool fills_holes = false;          // packing writes every hole: the fill pass is skipped
   bool split = false;                // the outer loop's steps are split across threads

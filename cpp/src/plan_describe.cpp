@@ -84,7 +84,7 @@ std::string Plan::describe() const {
   const bool streams = stream || (tiles && L.nbytes() >= kStreamBytes);
   o << "  streaming stores: "
     << (!streams         ? "no"
-        : stream_lines ? "yes, in each batch call where the output's columns are whole 64-byte lines"
+        : stream_lines ? "yes, in whole 64-byte lines where the output is line-aligned"
                        : "yes")
     << "\n";
   // Only the row copies and the batched transposes take the range the walk hands them.

@@ -23,7 +23,7 @@ bool run_column_group(Walker& w, size_t li, int64_t loff, int64_t poff) {
   loff += rin.lo * in.lstep;
   poff += rin.lo * P.eb;
   if (P.to_packed) {
-    transpose_to_cols(w.lin + loff, in.lstep, w.pout + poff, P.col_poff.data(), rows, cols, P.eb);
+    transpose_to_cols(w.lin + loff, in.lstep, w.pout + poff, P.col_poff.data(), rows, cols, P.eb, P.stream);
   } else {
     transpose_from_rows(w.pin + poff, P.col_poff.data(), w.lout + loff, in.lstep, cols, rows, P.eb);
   }

@@ -155,7 +155,7 @@ Streaming transpose_streaming(int64_t src_stride, int64_t dst_stride, int64_t ro
   a.count = 2;
   a.dst_step = 64;
   a.batch = true;
-  if (streamed_as_plain(Op::kTranspose, eb, a, KernelPath::kAuto) != nullptr) return Streaming::kBatchLines;
+  if (streamed_as_plain(Op::kTranspose, eb, a, KernelPath::kAuto) != nullptr) return Streaming::kWholeLines;
   a = strided(probe, src_stride, probe, dst_stride, rows, cols);
   if (kernels::select(Op::kTranspose, static_cast<int>(eb), a)->tile_cols == 9) return Streaming::kNo;
   a.stream = true;
@@ -254,9 +254,10 @@ bool batch_reads_rows_once_u8(int64_t rows, int64_t cols) {
 }
 
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
-                       int64_t cols, int64_t eb) {
+                       int64_t cols, int64_t eb, bool stream) {
   TransposeArgs a = strided(src, src_stride, dst, 0, rows, cols);
   a.dst_cols = dst_cols;
+  a.stream = stream;
   run_first(Op::kTranspose, eb, a);
 }
 

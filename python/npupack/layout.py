@@ -155,7 +155,7 @@ class BlockedLayout:
         if reference is not False:
             reference = check_bool(reference, "reference")
         n = self._nbytes
-        buf = np.empty(n, dtype=np.uint8) if out is None else check_out(out, n)
+        buf = empty_lines(n) if out is None else check_out(out, n)
         if type(x) is not np.ndarray or x.dtype.byteorder in _BIG_ENDIAN:
             x = little_endian(np.asarray(x))
         # An empty pad means zero bytes in the core (the common case; skips a NumPy round trip).
@@ -352,9 +352,9 @@ def aligned_empty(nbytes) -> np.ndarray:
     """A new, uninitialised 1-D uint8 array of ``nbytes`` bytes whose first byte starts a 64-byte
     cache line, for the packers' ``out=`` (docs/design.md §3.8). NumPy places a large array 16
     bytes past a page; an ``out=`` buffer made here lets the packers whose kernels store whole
-    lines (NVDLA DC weights of 3x3 kernels past 16 MiB) write it with streaming stores. It is a
-    view into an array 63 bytes longer. Raises TypeError for an ``nbytes`` that is not an integer,
-    ValueError for a negative one."""
+    lines write it with streaming stores from 4 MiB (NVDLA DC weights of 3x3 kernels; float32
+    ``nChw16c`` and ``OIhw16i16o``). It is a view into an array 63 bytes longer. Raises TypeError
+    for an ``nbytes`` that is not an integer, ValueError for a negative one."""
     n = check_int(nbytes, "nbytes")
     if n < 0:
         raise ValueError(f"nbytes: must be >= 0, got {n}")

@@ -41,7 +41,7 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
 // `path` (for tests) caps the kernels' instruction sets: kAvx2 keeps them off AVX-512, kSsse3 off
 // AVX2 as well, kScalar leaves the plain C++ kernels only (docs/design.md §4.9).
 // `stream`: where the kernel that moves the batch also takes it streamed (whole-line columns,
-// Streaming::kBatchLines), its stores are non-temporal; the caller then issues stream_fence().
+// Streaming::kWholeLines), its stores are non-temporal; the caller then issues stream_fence().
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb,
                      const char* ahead = nullptr, int64_t ahead_bytes = 0, KernelPath path = KernelPath::kAuto,
@@ -63,18 +63,22 @@ bool batch_reads_rows_once_u8(int64_t rows, int64_t cols);
 // How packing rows x cols matrices of eb-byte elements (source rows src_stride bytes apart,
 // destination columns dst_stride apart) into an output far larger than the caches uses streaming
 // stores on this CPU (docs/performance.md §6):
-// - kBatchLines: the kernel that moves them plainly streams them too, a batch in one call,
+// - kWholeLines: the kernel that moves them plainly streams them too, a batch in one call,
 //   where the columns are whole 64-byte lines (the AVX-512 3x3 rotation kernels of DC weights;
-//   transpose_batch with stream = true);
+//   transpose_batch with stream = true; the plan also takes it for a column group whose columns
+//   are 16 rows of 4 bytes, transpose_to_cols);
 // - kPerMatrix: a streaming kernel takes the shape and the plain kernel is not one of the 9-tap
 //   kernels of 3x3 weights, which beat the generic streaming kernels (transpose_stream_batch);
 // - kNo: plain stores.
-enum class Streaming { kNo, kPerMatrix, kBatchLines };
+enum class Streaming { kNo, kPerMatrix, kWholeLines };
 Streaming transpose_streaming(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb);
 
-// The same, with column c of the destination at dst + dst_cols[c] (a table of byte offsets).
+// transpose() with column c of the destination at dst + dst_cols[c] (a table of byte offsets).
+// `stream`: an output far larger than the caches; the kernels that write each column whole as one
+// 64-byte line (16 rows of 4-byte elements) store it non-temporally where every column starts a
+// line, and the caller issues stream_fence().
 void transpose_to_cols(const char* src, int64_t src_stride, char* dst, const int64_t* dst_cols, int64_t rows,
-                       int64_t cols, int64_t eb);
+                       int64_t cols, int64_t eb, bool stream = false);
 
 // The same, with row r of the source at src + src_rows[r].
 void transpose_from_rows(const char* src, const int64_t* src_rows, char* dst, int64_t dst_stride, int64_t rows,
