@@ -563,34 +563,38 @@ def test_weights_nbytes_refuses_what_pack_weights_refuses(kind, config, options)
 _STREAMED_REFS = {}
 
 
-def _streamed_case(precision):
-    """3x3 weights of more than 4 MiB (where whole lines stream) with a short last kernel group and
-    a short last channel block, their NumPy reference, and a copy with an INF in the last kernel
-    group whose reference holds 65504 there (fp16)."""
-    if precision not in _STREAMED_REFS:
-        shape = (300, 2040, 3, 3) if precision == "int8" else (300, 1020, 3, 3)
-        w = random_weights(np.random.default_rng(16), shape, precision)
+def _streamed_case(precision, taps):
+    """DC weights of more than 4 MiB (where whole lines stream) with a short last kernel group and
+    a short last channel block, 3x3 or 1x1, their NumPy reference, and a copy with an INF in the
+    last kernel group whose reference holds 65504 there (fp16)."""
+    if (precision, taps) not in _STREAMED_REFS:
+        r = 3 if taps == 9 else 1
+        k, c = (300, 2040 if precision == "int8" else 1020) if r == 3 else (2000, 2100 if precision == "int8" else 1050)
+        w = random_weights(np.random.default_rng(16), (k, c, r, r), precision)
         kpg, cb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
         expect = ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=128)
         bad = exp_bad = None
         if precision == "fp16":
+            at = (k - 10, 1000, r - 1, r // 2)
             bad, w_exp = w.copy(), w.copy()
-            bad[290, 1000, 2, 1], w_exp[290, 1000, 2, 1] = np.inf, 65504.0
+            bad[at], w_exp[at] = np.inf, 65504.0
             exp_bad = ref.pack_dc_vectorised(w_exp, kpg=kpg, cb=cb, tail=128)
-        _STREAMED_REFS[precision] = (w, expect, bad, exp_bad)
-    return _STREAMED_REFS[precision]
+        _STREAMED_REFS[precision, taps] = (w, expect, bad, exp_bad)
+    return _STREAMED_REFS[precision, taps]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("buffer", ["new", "aligned", "16 past a line", "1 past a line"])
+@pytest.mark.parametrize("taps", [9, 1], ids=["3x3", "1x1"])
 @pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
-def test_3x3_weights_past_4_mib_stream_whole_lines_where_aligned(precision, buffer, threads):
-    """Past 4 MiB the 3x3 rotation kernels write each column of a channel block with streaming
-    stores where the output's columns are whole 64-byte lines (docs/design.md §3.8): a new result
-    and an npupack.aligned_empty buffer are line-aligned, an np.empty one is 16 bytes past a line
-    and gets plain stores. Every form gives the reference bytes (short last kernel group and
-    channel block included), writes nothing past the surface, and still finds an fp16 INF."""
-    w, expect, bad, exp_bad = _streamed_case(precision)
+def test_dc_weights_past_4_mib_stream_whole_lines_where_aligned(precision, taps, buffer, threads):
+    """Past 4 MiB, DC weights write each 64-byte column of a channel block (3x3: the rotation
+    kernels) or each row of one (1x1: the row copies, fp16 tested as it moves) with streaming
+    stores where the output is line-aligned (docs/design.md §3.8): a new result and an
+    npupack.aligned_empty buffer are, an np.empty one is 16 bytes past a line and gets plain
+    stores. Every form gives the reference bytes (short last kernel group and channel block
+    included), writes nothing past the surface, and still finds an fp16 INF."""
+    w, expect, bad, exp_bad = _streamed_case(precision, taps)
     n = expect.size
     with npupack.num_threads(threads):
         if buffer == "new":

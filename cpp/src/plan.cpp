@@ -160,6 +160,9 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
       } else if (p.group >= 2 && p.eb == 4 && p.loops.back().extent == 16 &&
                  std::all_of(p.col_poff.begin(), p.col_poff.end(), [](int64_t o) { return o % 64 == 0; })) {
         how = Streaming::kWholeLines;  // 64-byte columns from the table (transpose_to_cols' stream)
+      } else if (!p.transpose && p.loops.size() >= 2 && (p.loops.back().extent * p.eb) % 64 == 0 &&
+                 p.loops.back().extent * p.eb <= 128 && p.loops[p.loops.size() - 2].pstep % 64 == 0) {
+        how = Streaming::kWholeLines;  // rows of whole lines (run_copy_rows)
       }
       p.stream_lines = how == Streaming::kWholeLines;
       p.stream = p.stream_lines || (how == Streaming::kPerMatrix && L.nbytes() >= kStreamTransposeBytes);
@@ -178,6 +181,10 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
     for (int64_t i = 0; i < p.eb; ++i) p.pad[i] = pad[i];
   }
   p.strategy = &choose_strategy(p);
+  // Whole rows stream only where the row copies run them (run_copy_rows), between plain gaps never.
+  if (p.stream_lines && !p.transpose && (std::strcmp(p.strategy->name, "copy_rows") != 0 || p.row_gaps)) {
+    p.stream = p.stream_lines = false;
+  }
   return p;
 }
 

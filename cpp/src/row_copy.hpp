@@ -9,6 +9,10 @@
 
 #include "npupack/cpu.hpp"
 #include "npupack/prefetch.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "plan.hpp"
 
 namespace npupack {
@@ -40,13 +44,27 @@ void copy_rows_overlap(const char* src, int64_t sstep, char* dst, int64_t dstep,
     std::memcpy(dst + i * dstep + row - W, src + i * sstep + row - W, W);
   }
 }
+// N bytes (whole 64-byte lines, dst line-aligned) with non-temporal stores, one line after the
+// other: no line is read in first (SSE2, which every x86-64 has; plain elsewhere).
+template <size_t N>
+__attribute__((always_inline)) inline void stream_row(char* dst, const char* src) {
+#if defined(__SSE2__)
+  for (size_t b = 0; b < N; b += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + b), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + b)));
+  }
+#else
+  std::memcpy(dst, src, N);
+#endif
+}
 // copy_rows_n for the rows of a DC channel block (64 or 128 bytes), with the pending prefetch
 // range (next_slab_part) spread over the rows: one row's share of lines before each row.
-template <size_t N>
+// Stream: rows that are whole lines of a line-aligned output (Plan::stream_lines).
+template <size_t N, bool Stream = false>
 void copy_rows_ahead(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, Ahead ahead) {
   for (int64_t i = 0; i < n; ++i) {
     ahead.step();
-    std::memcpy(dst + i * dstep, src + i * sstep, N);
+    if constexpr (Stream) stream_row<N>(dst + i * dstep, src + i * sstep);
+    else std::memcpy(dst + i * dstep, src + i * sstep, N);
   }
 }
 // 16 or 32 bytes of 16-bit lanes as GCC vector types: copy_rows_max16 is one loop for both
@@ -54,7 +72,21 @@ void copy_rows_ahead(const char* src, int64_t sstep, char* dst, int64_t dstep, i
 // (plain C++ elsewhere).
 typedef int16_t Halves16 __attribute__((vector_size(16)));
 typedef int16_t Halves32 __attribute__((vector_size(32)));
-template <class Vec, int64_t N>
+// One vector to dst with 16-byte non-temporal stores (copy_rows_max16's Stream; SSE2, so that
+// the 32-byte vectors of the AVX2 instance need no AVX store of their own).
+template <class Vec>
+__attribute__((always_inline)) inline void stream_vec(char* dst, const Vec& v) {
+#if defined(__SSE2__)
+  for (size_t k = 0; k < sizeof(Vec); k += 16) {
+    __m128i x;
+    std::memcpy(&x, reinterpret_cast<const char*>(&v) + k, 16);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k), x);
+  }
+#else
+  std::memcpy(dst, &v, sizeof v);
+#endif
+}
+template <class Vec, int64_t N, bool Stream = false>
 __attribute__((always_inline)) inline bool copy_rows_max16(const char* src, int64_t sstep, char* dst,
                                                            int64_t dstep, int64_t n, int64_t row, Ahead ahead) {
   if (N > 0) row = N;
@@ -68,7 +100,8 @@ __attribute__((always_inline)) inline bool copy_rows_max16(const char* src, int6
     for (int64_t b = 0; b < row; b += static_cast<int64_t>(sizeof(Vec))) {
       Vec v;
       std::memcpy(&v, s + b, sizeof v);
-      std::memcpy(d + b, &v, sizeof v);
+      if constexpr (Stream) stream_vec(d + b, v);
+      else std::memcpy(d + b, &v, sizeof v);
       const Vec m = v & mag;
       top = top > m ? top : m;
     }
@@ -82,10 +115,10 @@ __attribute__((always_inline)) inline bool copy_rows_max16(const char* src, int6
   return any == 0;
 }
 #if defined(__x86_64__) || defined(__i386__)
-template <int64_t N>
+template <int64_t N, bool Stream>
 __attribute__((target("avx2"))) bool copy_rows_finite16_avx2(const char* src, int64_t sstep, char* dst,
                                                              int64_t dstep, int64_t n, Ahead ahead) {
-  return copy_rows_max16<Halves32, N>(src, sstep, dst, dstep, n, N, ahead);
+  return copy_rows_max16<Halves32, N, Stream>(src, sstep, dst, dstep, n, N, ahead);
 }
 #endif
 // copy_rows_ahead for rows of `row` bytes (a multiple of 16) of 16-bit elements, returning
@@ -95,15 +128,16 @@ __attribute__((target("avx2"))) bool copy_rows_finite16_avx2(const char* src, in
 // 0: any multiple of 16. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
 // so the loop keeps only the largest magnitude per lane and compares once at the end (and + max
 // per vector instead of and + compare + or), which makes the test almost free next to the copy.
-template <int64_t N>
+// Stream: rows that are whole lines of a line-aligned output (N 64 or 128), non-temporal stores.
+template <int64_t N, bool Stream = false>
 bool copy_rows_finite16(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, int64_t row,
                         Ahead ahead) {
 #if defined(__x86_64__) || defined(__i386__)
   if constexpr (N > 0 && N % 32 == 0) {
-    if (cpu().avx2) return copy_rows_finite16_avx2<N>(src, sstep, dst, dstep, n, ahead);
+    if (cpu().avx2) return copy_rows_finite16_avx2<N, Stream>(src, sstep, dst, dstep, n, ahead);
   }
 #endif
-  return copy_rows_max16<Halves16, N>(src, sstep, dst, dstep, n, row, ahead);
+  return copy_rows_max16<Halves16, N, Stream>(src, sstep, dst, dstep, n, row, ahead);
 }
 // n rows of `row` bytes, by the constant-size copies above where the size has one.
 inline void copy_rows(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, size_t row) {

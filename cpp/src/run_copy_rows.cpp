@@ -3,6 +3,7 @@
 // holes, testing fp16 halves when watched, taking the pending slab prefetch over the rows.
 // Spec: docs/design.md §3.12 (the plan and the strategy list), §3.4 (strategies).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "row_copy.hpp"
@@ -37,6 +38,10 @@ void run_copy_rows(Walker& w, int64_t loff, int64_t poff) {
   const size_t row = static_cast<size_t>(nin * eb);
   const char* const lin = w.lin;
   char* const pout = w.pout;
+  // Rows of one or two whole lines of a line-aligned output, which the plan streams: each row's
+  // lines with non-temporal stores, back to back (docs/design.md §3.8).
+  const bool lines = P.to_packed && P.stream_lines && !P.row_gaps && (row == 64 || row == 128) && psx % 64 == 0 &&
+                     reinterpret_cast<uintptr_t>(pout + poff) % 64 == 0;
   if (P.to_packed && P.row_gaps) {
     // The gaps between rows are the layout's only holes (Horizon's aligned C): zero them
     // chunk by chunk right before the rows land, instead of a separate fill pass over the whole
@@ -52,10 +57,16 @@ void run_copy_rows(Walker& w, int64_t loff, int64_t poff) {
     }
   } else if (w.watch && row % 16 == 0) {
     const Ahead ahead = w.pf_hi > w.pf_lo ? w.take_ahead(nx) : Ahead();
-    const auto copy = row == 64 ? copy_rows_finite16<64> : row == 128 ? copy_rows_finite16<128>
-                                                                      : copy_rows_finite16<0>;
+    const auto copy = lines ? (row == 64 ? copy_rows_finite16<64, true> : copy_rows_finite16<128, true>)
+                      : row == 64  ? copy_rows_finite16<64>
+                      : row == 128 ? copy_rows_finite16<128>
+                                   : copy_rows_finite16<0>;
     const bool finite = copy(lin + loff, x.lstep, pout + poff, psx, nx, static_cast<int64_t>(row), ahead);
     w.record_watch(finite ? 1 : 0, nx * static_cast<int64_t>(row));
+  } else if (lines) {
+    const Ahead ahead = w.pf_hi > w.pf_lo ? w.take_ahead(nx) : Ahead();
+    (row == 64 ? copy_rows_ahead<64, true> : copy_rows_ahead<128, true>)(lin + loff, x.lstep, pout + poff, psx, nx,
+                                                                          ahead);
   } else if (P.to_packed && w.pf_hi > w.pf_lo && row == 64) {
     copy_rows_ahead<64>(lin + loff, x.lstep, pout + poff, psx, nx, w.take_ahead(nx));
   } else if (P.to_packed && w.pf_hi > w.pf_lo && row == 128) {
