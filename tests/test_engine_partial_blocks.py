@@ -83,9 +83,9 @@ def test_column_group_of_64_byte_columns_streamed(buffer, threads):
 
 
 @pytest.mark.parametrize("buffer", ["new", "aligned", "16 past a line"])
-@pytest.mark.parametrize("tag, shape", [("nChw16c", (1, 200, 70, 80)), ("OIhw16i16o", (1100, 1030, 1, 1))])
+@pytest.mark.parametrize("tag, shape", [("nChw16c", (1, 200, 100, 110)), ("OIhw16i16o", (2100, 1030, 1, 1))])
 def test_16_row_blocks_of_4_byte_elements_stream_whole_lines(tag, shape, buffer):
-    """From 4 MiB, transposes of 16 rows of float32 (nChw16c's channel blocks over a plane,
+    """From 8 MiB, transposes of 16 rows of float32 (nChw16c's channel blocks over a plane,
     OIhw16i16o's 16x16 blocks of 1x1 weights) write each 64-byte column with streaming stores
     where the output is line-aligned, plain stores where not: the reference bytes every way,
     holes included, nothing past nbytes."""

@@ -564,12 +564,12 @@ _STREAMED_REFS = {}
 
 
 def _streamed_case(precision, taps):
-    """DC weights of more than 4 MiB (where whole lines stream) with a short last kernel group and
+    """DC weights of more than 8 MiB (where whole lines stream) with a short last kernel group and
     a short last channel block, 3x3 or 1x1, their NumPy reference, and a copy with an INF in the
     last kernel group whose reference holds 65504 there (fp16)."""
     if (precision, taps) not in _STREAMED_REFS:
         r = 3 if taps == 9 else 1
-        k, c = (300, 2040 if precision == "int8" else 1020) if r == 3 else (2000, 2100 if precision == "int8" else 1050)
+        k, c = (500, 2040 if precision == "int8" else 1020) if r == 3 else (4100, 2100 if precision == "int8" else 1050)
         w = random_weights(np.random.default_rng(16), (k, c, r, r), precision)
         kpg, cb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
         expect = ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=128)
@@ -587,8 +587,8 @@ def _streamed_case(precision, taps):
 @pytest.mark.parametrize("buffer", ["new", "aligned", "16 past a line", "1 past a line"])
 @pytest.mark.parametrize("taps", [9, 1], ids=["3x3", "1x1"])
 @pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
-def test_dc_weights_past_4_mib_stream_whole_lines_where_aligned(precision, taps, buffer, threads):
-    """Past 4 MiB, DC weights write each 64-byte column of a channel block (3x3: the rotation
+def test_dc_weights_past_8_mib_stream_whole_lines_where_aligned(precision, taps, buffer, threads):
+    """Past 8 MiB, DC weights write each 64-byte column of a channel block (3x3: the rotation
     kernels) or each row of one (1x1: the row copies, fp16 tested as it moves) with streaming
     stores where the output is line-aligned (docs/design.md §3.8): a new result and an
     npupack.aligned_empty buffer are, an np.empty one is 16 bytes past a line and gets plain
@@ -615,17 +615,17 @@ def test_dc_weights_past_4_mib_stream_whole_lines_where_aligned(precision, taps,
 
 
 def test_3x3_weights_plan_streams_whole_lines_with_the_avx512_kernels():
-    """The plan of 3x3 weights past 4 MiB streams in its batch calls where the AVX-512 rotation
+    """The plan of 3x3 weights past 8 MiB streams in its batch calls where the AVX-512 rotation
     kernels run; with the AVX2 ones (no streamed form) it stores plainly."""
     from npupack import plan
 
     vbmi = any(k["name"] == "transpose_x8_64x9_avx512vbmi" and k["runs"] for k in npupack._core.kernel_list())
-    for precision, shape in (("int8", (300, 2040, 3, 3)), ("fp16", (300, 1020, 3, 3)),
+    for precision, shape in (("int8", (500, 2040, 3, 3)), ("fp16", (500, 1020, 3, 3)),
                              ("int8", (1000, 2040, 3, 3))):
         text = plan.describe(npupack.nvdla.dc_layout(shape, precision), shape, DTYPE[precision])
         want = "streaming stores: yes, in whole 64-byte lines where the output is line-aligned" \
             if vbmi else "streaming stores: no"
         assert want in text, text
-        small = (100, 2040, 3, 3) if precision == "int8" else (100, 1020, 3, 3)  # under 4 MiB: plain stores
+        small = (400, 2040, 3, 3) if precision == "int8" else (400, 1020, 3, 3)  # under 8 MiB: plain stores
         assert "streaming stores: no" in plan.describe(npupack.nvdla.dc_layout(small, precision), small,
                                                        DTYPE[precision])

@@ -149,9 +149,9 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
     p.nest = whole_x ? plan_tiled_nest(p) : p.loops.size();
     p.prefetch_slabs = to_packed && p.outer_slabs(true) && c_contiguous(L, logical_strides);
     // Outputs this large do not stay in the caches for a reader anyway; streamed where the pair's
-    // kernel pays for it (transpose_streaming): in whole lines from kStreamBytes, matrix by matrix
-    // from kStreamTransposeBytes (docs/performance.md §6).
-    if (to_packed && L.nbytes() >= kStreamBytes) {
+    // kernel pays for it (transpose_streaming): in whole lines from kStreamLinesBytes, matrix by
+    // matrix from kStreamTransposeBytes (docs/performance.md §6).
+    if (to_packed && L.nbytes() >= kStreamLinesBytes) {
       Streaming how = Streaming::kPerMatrix;
       if (p.plain_pair()) {
         const Loop& x = p.loops[p.loops.size() - 2];

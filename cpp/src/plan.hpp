@@ -29,9 +29,11 @@ inline constexpr int64_t kTileBytes = 256 * 1024;            // tiled_nest: pack
 // tile_blocks (both ways of building a tile) and the row-gap chunks of copy_rows: a tile that
 // stays in L1 while it is built and copied out.
 inline constexpr int64_t kRowTileBytes = 16 * 1024;
-// Outputs written in whole lines (tile_blocks' tiles, the transposes of Streaming::kWholeLines)
-// stream from here; transposes that stream matrix by matrix, from kStreamTransposeBytes.
-inline constexpr int64_t kStreamBytes = 4 << 20;
+inline constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: outputs streamed past the caches
+// Transposes and row copies that write whole lines (Streaming::kWholeLines) stream from here: where
+// the copy of the same bytes no longer stays in L3 (docs/performance.md §6). Those that stream
+// matrix by matrix, from kStreamTransposeBytes.
+inline constexpr int64_t kStreamLinesBytes = 8 << 20;
 inline constexpr int64_t kDenseTileBytes = 8 << 20;          // tile_blocks: outputs that take it whatever the holes
 inline constexpr int64_t kStreamTransposeBytes = 16 << 20;   // transposes: outputs written with streaming stores
 

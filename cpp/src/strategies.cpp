@@ -72,7 +72,7 @@ std::string why_tiled_nest(const Plan& p) {
 std::string why_stream(const Plan& p) {
   if (!p.stream) return "";
   if (p.stream_lines) {
-    return "output " + mib(p.layout->nbytes()) + " >= " + mib(kStreamBytes) + ": streaming stores of whole lines";
+    return "output " + mib(p.layout->nbytes()) + " >= " + mib(kStreamLinesBytes) + ": streaming stores of whole lines";
   }
   return "output " + mib(p.layout->nbytes()) + " >= " + mib(kStreamTransposeBytes) + ": streaming stores";
 }

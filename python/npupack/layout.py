@@ -352,7 +352,7 @@ def aligned_empty(nbytes) -> np.ndarray:
     """A new, uninitialised 1-D uint8 array of ``nbytes`` bytes whose first byte starts a 64-byte
     cache line, for the packers' ``out=`` (docs/design.md §3.8). NumPy places a large array 16
     bytes past a page; an ``out=`` buffer made here lets the packers whose kernels store whole
-    lines write it with streaming stores from 4 MiB (NVDLA DC weights of 3x3 kernels; float32
+    lines write it with streaming stores from 8 MiB (NVDLA DC weights of 1x1 and 3x3 kernels; float32
     ``nChw16c`` and ``OIhw16i16o``). It is a view into an array 63 bytes longer. Raises TypeError
     for an ``nbytes`` that is not an integer, ValueError for a negative one."""
     n = check_int(nbytes, "nbytes")
