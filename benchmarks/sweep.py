@@ -366,7 +366,8 @@ def sweep(families, sizes, threads, args, writer, table):
     largest = int(max(sizes) * 1.25) + MB  # the solved shapes land near, not on, the target
     pools = Pools(largest, args.seed)
     # The npupack output (padded layouts may exceed the target), line-aligned as npupack's own
-    # results are: the 3x3 weight kernels stream only whole lines (docs/performance.md §1.1).
+    # results are: the kernels that write whole lines stream only into such a buffer
+    # (docs/performance.md §1.1).
     out = npupack.aligned_empty(largest * 2)
     dst, src = np.empty(largest * 2, np.uint8), np.ones(largest * 2, np.uint8)
     out.fill(0)

@@ -155,3 +155,15 @@ def test_nvdla_cached_plans_convert_what_is_not_of_the_target_dtype():
     with pytest.raises(ValueError, match="do not fit int8"):
         nvdla.pack_feature(X8.view(np.uint8), precision="int8")
     assert np.array_equal(nvdla.pack_feature(X8[0]), ref.pack_feature_vectorised(X8, atom_bytes=32))
+
+
+@pytest.mark.parametrize("option, error", [(dict(stride=(1.0, 1.0)), TypeError), (dict(stride=(True, True)), TypeError),
+                                           (dict(scale=True), ValueError)], ids=["float stride", "bool stride",
+                                                                                 "bool scale"])
+def test_nvdla_cached_plan_refuses_defaults_of_the_wrong_type(option, error):
+    """(1.0, 1.0) and True compare equal to the defaults (1, 1) and 1.0 that DC weights ignore; they
+    are still errors, with or without a cached plan."""
+    for _ in range(2):
+        nvdla.pack_weights(W8)
+        with pytest.raises(error, match=next(iter(option))):
+            nvdla.pack_weights(W8, **option)

@@ -48,10 +48,11 @@ def _expected(src, rows, cols, count, eb, src_stride, src_step, dst_stride, dst_
     return out, elems
 
 
-def _run(k, rows, cols, count, *, row_pad=0, col_pad=0, gap=0, dst_stride=None, dst_step=None, shift=0,
+def _run(k, rows, cols, count, *, row_pad=0, col_pad=0, gap=0, dst_stride=None, dst_step=None, shift=None,
          stream=False):
     """Runs kernel k on one case; None when the kernel does not take it, else checks the bytes and
-    returns True. The destination starts `shift` bytes past a 64-byte line."""
+    returns True. The destination starts `shift` bytes past a 64-byte line (None: wherever NumPy
+    puts it, GUARD bytes into a new array)."""
     eb = k["elem"]
     src_stride = cols * eb + row_pad
     dst_stride = rows * eb + col_pad if dst_stride is None else dst_stride
@@ -63,7 +64,7 @@ def _run(k, rows, cols, count, *, row_pad=0, col_pad=0, gap=0, dst_stride=None, 
     src = src_full[GUARD:GUARD + src_extent]
     before = src_full.copy()
     raw = np.full(dst_extent + 2 * GUARD + 64, FILL, np.uint8)
-    at = (-(raw.ctypes.data + GUARD) % 64 + shift) % 64  # GUARD bytes before the destination stay FILL
+    at = 0 if shift is None else (-(raw.ctypes.data + GUARD) % 64 + shift) % 64  # GUARD bytes before stay FILL
     dst_full = raw[at:at + dst_extent + 2 * GUARD]
     try:
         got = _core.kernel_run(k["name"], src, src_stride, dst_full[GUARD:GUARD + dst_extent], dst_stride, rows, cols,
@@ -142,10 +143,17 @@ def test_whole_line_kernels_stream_batches_of_line_aligned_columns(k):
     counts, cols = WHOLE_LINES[k["name"]]
     for rows in counts:
         for count in (1, 3):
-            assert _run(k, rows, cols, count, dst_stride=4096, dst_step=rows * k["elem"], stream=True), (rows, count)
+            assert _run(k, rows, cols, count, dst_stride=4096, dst_step=rows * k["elem"], stream=True, shift=0), \
+                (rows, count)
+    # Back-to-back columns of one matrix 16 bytes past a line: the binding lets them stream (as
+    # transpose_stream does), so the kernel's own rule must refuse them.
+    back_to_back = counts[0] * k["elem"]
+    assert _run(k, counts[0], cols, 1, dst_stride=back_to_back, stream=True, shift=0)
+    assert _run(k, counts[0], cols, 1, dst_stride=back_to_back, stream=True, shift=16) is None
+    assert _run(k, counts[0], cols, 1, dst_stride=back_to_back, shift=16)
     for change in (dict(shift=16), dict(shift=32), dict(dst_stride=4096 + 16), dict(dst_step=80),
                    dict(rows=counts[0] + 1)):
-        case = {"rows": counts[0], "dst_stride": 4096, "dst_step": 128, **change}  # no two matrices overlap
+        case = {"rows": counts[0], "dst_stride": 4096, "dst_step": 128, "shift": 0, **change}  # no overlaps
         rows = case.pop("rows")
         assert _run(k, rows, cols, 3, stream=True, **case) is None, change
         assert _run(k, rows, cols, 3, **case), change

@@ -44,8 +44,9 @@ void copy_rows_overlap(const char* src, int64_t sstep, char* dst, int64_t dstep,
     std::memcpy(dst + i * dstep + row - W, src + i * sstep + row - W, W);
   }
 }
-// N bytes (whole 64-byte lines, dst line-aligned) with non-temporal stores, one line after the
-// other: no line is read in first (SSE2, which every x86-64 has; plain elsewhere).
+// N bytes (a multiple of 16; dst 16-byte aligned) with non-temporal stores in order, so that
+// whole lines of a line-aligned output are written back to back and none is read in first (SSE2,
+// which every x86-64 has; plain elsewhere).
 template <size_t N>
 __attribute__((always_inline)) inline void stream_row(char* dst, const char* src) {
 #if defined(__SSE2__)
@@ -72,20 +73,6 @@ void copy_rows_ahead(const char* src, int64_t sstep, char* dst, int64_t dstep, i
 // (plain C++ elsewhere).
 typedef int16_t Halves16 __attribute__((vector_size(16)));
 typedef int16_t Halves32 __attribute__((vector_size(32)));
-// One vector to dst with 16-byte non-temporal stores (copy_rows_max16's Stream; SSE2, so that
-// the 32-byte vectors of the AVX2 instance need no AVX store of their own).
-template <class Vec>
-__attribute__((always_inline)) inline void stream_vec(char* dst, const Vec& v) {
-#if defined(__SSE2__)
-  for (size_t k = 0; k < sizeof(Vec); k += 16) {
-    __m128i x;
-    std::memcpy(&x, reinterpret_cast<const char*>(&v) + k, 16);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k), x);
-  }
-#else
-  std::memcpy(dst, &v, sizeof v);
-#endif
-}
 template <class Vec, int64_t N, bool Stream = false>
 __attribute__((always_inline)) inline bool copy_rows_max16(const char* src, int64_t sstep, char* dst,
                                                            int64_t dstep, int64_t n, int64_t row, Ahead ahead) {
@@ -100,7 +87,7 @@ __attribute__((always_inline)) inline bool copy_rows_max16(const char* src, int6
     for (int64_t b = 0; b < row; b += static_cast<int64_t>(sizeof(Vec))) {
       Vec v;
       std::memcpy(&v, s + b, sizeof v);
-      if constexpr (Stream) stream_vec(d + b, v);
+      if constexpr (Stream) stream_row<sizeof(Vec)>(d + b, reinterpret_cast<const char*>(&v));
       else std::memcpy(d + b, &v, sizeof v);
       const Vec m = v & mag;
       top = top > m ? top : m;

@@ -125,6 +125,10 @@ void transpose_stream_batch(const char* src, int64_t src_stride, int64_t src_ste
                             int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb) {
   if (count <= 0) return;
   TransposeArgs a = strided(src, src_stride, dst, dst_stride, rows, cols);
+  // The kernel is chosen once for every matrix, so its takes sees the step between them (a
+  // whole-line kernel needs every matrix on a line, not only the first).
+  a.count = count;
+  a.dst_step = dst_step;
   const kernels::KernelInfo* k = nullptr;
   if (dst_stride == rows * eb && cols >= 8 && reinterpret_cast<uintptr_t>(dst) % 16 == 0 && dst_step % 16 == 0) {
     a.stream = true;
@@ -140,6 +144,8 @@ void transpose_stream_batch(const char* src, int64_t src_stride, int64_t src_ste
     plain.stream = false;
     return kernels::select(Op::kTranspose, static_cast<int>(eb), plain)->run(plain);
   };
+  a.count = 1;
+  a.dst_step = 0;
   for (int64_t i = 0; i < count; ++i) {
     a.src = src + i * src_step;
     a.dst = dst + i * dst_step;

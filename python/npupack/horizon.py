@@ -18,7 +18,7 @@ from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.aliases import registry_words
 from npupack.layout import (_BIG_ENDIAN, Dim, check_bool, check_dims, check_int, check_no_nan, check_out, check_whole,
-                            little_endian, strided_layout)
+                            empty_lines, little_endian, strided_layout)
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
            "numpy_dtype", "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12",
@@ -337,7 +337,7 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
         total, desc = _padded(arr.shape, arr.dtype, stride, aligned_shape, aligned_byte_size)
     else:
         total, desc = _padded.__wrapped__(arr.shape, arr.dtype, stride, aligned_shape, aligned_byte_size)
-    buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
+    buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
     desc._pack_into(arr, buf)
     if total > desc.nbytes:
         buf[desc.nbytes:] = 0

@@ -21,7 +21,7 @@ from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.aliases import registry_words
 from npupack.grammar import Layout, Tile
 from npupack.layout import (_BIG_ENDIAN, Dim, cache_safe, check_bool, check_dims, check_dtype, check_int,
-                            check_no_nan, check_out, check_whole, little_endian, strided_layout)
+                            check_no_nan, check_out, check_whole, empty_lines, little_endian, strided_layout)
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -344,7 +344,7 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         desc, eshape, total, view = plain
         vals = (arr if view is None else arr.view(view)).reshape(eshape)
         if out is None:
-            buf = np.empty(total, dtype=np.uint8)
+            buf = empty_lines(total)
         else:
             buf = check_out(out, total)
             buf = buf if buf.size == total else buf[:total]
@@ -363,7 +363,7 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         if len(_PLAIN) > 1024:
             _PLAIN.clear()
         _PLAIN[key] = (desc, eshape, total, dtype if arr.dtype != dtype else None)
-    buf = check_out(out, total)[:total] if out is not None else np.empty(total, dtype=np.uint8)
+    buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
     if lay in _HIGHLOW:
         scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars
         desc._pack(vals, scalars.view(np.uint8), 0)

@@ -349,12 +349,32 @@ def as_byte_buffer(buf, name: str) -> np.ndarray:
 
 
 def aligned_empty(nbytes) -> np.ndarray:
-    """A new, uninitialised 1-D uint8 array of ``nbytes`` bytes whose first byte starts a 64-byte
-    cache line, for the packers' ``out=`` (docs/design.md §3.8). NumPy places a large array 16
-    bytes past a page; an ``out=`` buffer made here lets the packers whose kernels store whole
-    lines write it with streaming stores from 8 MiB (NVDLA DC weights of 1x1 and 3x3 kernels; float32
-    ``nChw16c`` and ``OIhw16i16o``). It is a view into an array 63 bytes longer. Raises TypeError
-    for an ``nbytes`` that is not an integer, ValueError for a negative one."""
+    """A new, uninitialised output buffer whose first byte starts a 64-byte cache line, for the
+    packers' ``out=`` (docs/design.md §3.8).
+
+    NumPy places a large array 16 bytes past a page. The kernels that write whole lines stream an
+    output of 8 MiB or more only where it is line-aligned (NVDLA DC weights of 1x1 kernels, and of
+    3x3 kernels on CPUs with AVX-512 VBMI; float32 ``nChw16c`` and ``OIhw16i16o``); elsewhere they
+    store plainly. The packers' own results of 1 MiB and more are aligned the same way.
+
+    Parameters
+    ----------
+    nbytes : int
+        Size in bytes, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D uint8 of ``nbytes`` bytes: a view into an array 63 bytes longer (it does not own its
+        data; ``.base`` is that array).
+
+    Raises
+    ------
+    TypeError
+        ``nbytes`` is not an integer (a float or a bool is refused).
+    ValueError
+        ``nbytes`` is negative.
+    """
     n = check_int(nbytes, "nbytes")
     if n < 0:
         raise ValueError(f"nbytes: must be >= 0, got {n}")

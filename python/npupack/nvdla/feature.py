@@ -22,7 +22,7 @@ from npupack._gate import gate
 from npupack.formats.aliases import registry_words
 from npupack.errors import LayoutError
 from npupack.layout import (_BIG_ENDIAN, BlockedLayout, Dim, as_byte_buffer, check_bool, check_dims, check_dtype,
-                            check_int, check_out, little_endian)
+                            check_int, check_out, empty_lines, little_endian)
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import (_TARGET_DTYPE, _check_rounding, _pack_if_finite_fp16, convert_elements,
                                    infer_precision)
@@ -202,7 +202,7 @@ def pack_feature(x, *, config: Config = NV_FULL, precision: str | None = None, l
         layout = feature_layout(arr.shape, precision, config, line_stride=line_stride,
                                 surface_stride=surface_stride, batch_stride=batch_stride)
     n = layout.nbytes
-    buf = check_out(out, n)[:n] if out is not None else np.empty(n, np.uint8)
+    buf = check_out(out, n)[:n] if out is not None else empty_lines(n)
     if precision == "fp16":
         # float16 activations: checked for INF/NaN surface by surface as they are packed; only a
         # tensor with INF or NaN takes the conversion (saturating INF) and is packed again.

@@ -145,8 +145,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         # A shape, dtype and option set packed before: every check that does not depend on the
         # values has passed for it, so the cached plan packs at once.
         plan = _DC_PLANS.get(key)
-        if plan is not None and stride == (1, 1) and pixel_format is None and post_extension == "auto" \
-                and scale == 1.0:
+        if plan is not None and _default_options(stride, pixel_format, post_extension, scale):
             if rounding != "nearest_even":
                 _check_rounding(rounding)
             return plan.pack(w, out, rounding, saturate, allow_nan)
@@ -155,8 +154,7 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         kcrs(arr.shape, "w")
     k, cg, r, s = arr.shape
     g = 1 if groups == 1 and type(groups) is int else _check_groups(groups, k)
-    if not (stride == (1, 1) and pixel_format is None and post_extension == "auto" and compress is False
-            and scale == 1.0):
+    if not (compress is False and _default_options(stride, pixel_format, post_extension, scale)):
         compress = _check_dc_options(stride, pixel_format, post_extension, compress, scale, config)
     precision = infer_precision(arr.dtype, precision, config, "w")
     if rounding != "nearest_even":
@@ -256,6 +254,14 @@ def pack_weights_many(weights, *, kind: str = "dc", precision: str | None = None
         if p.groups > 1:
             _core.grouped_pack(elems, buf, p.groups, p.kpg, config.channels_per_block, True)
     return [WeightSurfaces._with_weight(p.fields, buf) for p, _, buf in plans]
+
+
+def _default_options(stride, pixel_format, post_extension, scale) -> bool:
+    """The options DC weights ignore are their defaults, of exact types: ``(1, 1)`` of ints, ``1.0``
+    or ``1`` and not a bool (``(1.0, 1.0)`` and ``True`` compare equal to them and are errors,
+    which _check_dc_options reports)."""
+    return (type(stride) is tuple and stride == (1, 1) and type(stride[0]) is int and type(stride[1]) is int
+            and pixel_format is None and post_extension == "auto" and type(scale) in (float, int) and scale == 1.0)
 
 
 def _check_dc_options(stride, pixel_format, post_extension, compress, scale, config):
