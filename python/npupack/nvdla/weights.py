@@ -36,12 +36,18 @@ from npupack.nvdla.winograd import pack_winograd, winograd_layout
 __all__ = ["WeightSurfaces", "pack_weights", "pack_weights_many", "unpack_weights", "weights_nbytes", "dc_layout",
            "post_extension_factor"]
 
+# The defaults of the options DC weights ignore, as objects: a call that leaves them out passes
+# these very objects, which the cached path tells apart by identity (_default_options otherwise).
+_UNIT_STRIDE = (1, 1)
+_UNIT_SCALE = 1.0
+
+
 @registry_words("nvdla.pack_weights")
 @gate("w", labels={"w": "x"})
 def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
-                 groups: int = 1, stride=(1, 1), pixel_format=None, post_extension="auto",
+                 groups: int = 1, stride=_UNIT_STRIDE, pixel_format=None, post_extension="auto",
                  compress=False, rounding: str = "nearest_even", saturate: bool = True,
-                 scale: float = 1.0, allow_nan: bool = False, out=None):
+                 scale: float = _UNIT_SCALE, allow_nan: bool = False, out=None):
     """Pack convolution weights into NVDLA weight surfaces (docs/nvdla.md §5-11).
 
     An input changed by another thread during the call gives undefined values in the result, never a crash.
@@ -145,7 +151,8 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         # A shape, dtype and option set packed before: every check that does not depend on the
         # values has passed for it, so the cached plan packs at once.
         plan = _DC_PLANS.get(key)
-        if plan is not None and _default_options(stride, pixel_format, post_extension, scale):
+        if plan is not None and pixel_format is None and post_extension == "auto" and (
+                (stride is _UNIT_STRIDE and scale is _UNIT_SCALE) or _default_options(stride, None, "auto", scale)):
             if rounding != "nearest_even":
                 _check_rounding(rounding)
             return plan.pack(w, out, rounding, saturate, allow_nan)
