@@ -27,7 +27,7 @@ import numpy as np
 
 from npupack._gate import gate
 from npupack.errors import LayoutError
-from npupack.layout import BlockedLayout, Dim, cache_safe, check_dims, check_dtype
+from npupack.layout import BlockedLayout, Dim, cache_safe, check_dims, check_dtype, remember
 
 __all__ = ["Tile", "Layout", "pack", "unpack"]
 
@@ -313,12 +313,7 @@ class Layout:
             key = hit = None
         if hit is not None:
             return hit
-        bound = self._bind(shape, dtype, pad_lo, pad_hi)
-        if key is not None:
-            if len(_BIND_CACHE) > 4096:
-                _BIND_CACHE.clear()
-            _BIND_CACHE[key] = bound
-        return bound
+        return remember(_BIND_CACHE, key, self._bind(shape, dtype, pad_lo, pad_hi), 4096)
 
     def __hash__(self) -> int:
         # Layouts key the descriptor cache; hash the (nested, immutable) fields once.
@@ -512,11 +507,7 @@ def pack(x, layout, *, out=None, pad_value=0, pad_lo=None, pad_hi=None) -> np.nd
         if arr.ndim != lay.rank:
             raise LayoutError(f"x: has {arr.ndim} dimensions, layout {lay} has {lay.rank} "
                               f"({', '.join(lay.logical)})")
-        bound = lay.bind(arr.shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi)
-        if key is not None:
-            if len(_PACK_PLANS) > 4096:
-                _PACK_PLANS.clear()
-            _PACK_PLANS[key] = bound
+        bound = remember(_PACK_PLANS, key, lay.bind(arr.shape, dtype, pad_lo=pad_lo, pad_hi=pad_hi), 4096)
     return bound._pack(arr, out, pad_value)
 
 

@@ -21,7 +21,8 @@ from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.aliases import registry_words
 from npupack.grammar import Layout, Tile
 from npupack.layout import (_BIG_ENDIAN, Dim, cache_safe, check_bool, check_dims, check_dtype, check_int,
-                            check_no_nan, check_out, check_whole, empty_lines, little_endian, strided_layout)
+                            check_no_nan, check_out, check_whole, empty_lines, little_endian, remember,
+                            strided_layout)
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -234,12 +235,7 @@ def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
         key = hit = None
     if hit is not None:
         return hit
-    plan = _make_plan(layout, shape, chip, stride_npu, stride_onnx)
-    if key is not None:
-        if len(_PLANS) > 1024:
-            _PLANS.clear()
-        _PLANS[key] = plan
-    return plan
+    return remember(_PLANS, key, _make_plan(layout, shape, chip, stride_npu, stride_onnx), 1024)
 
 
 _PLANS: dict = {}
@@ -342,16 +338,7 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         plain = key = None
     if plain is not None:
         desc, eshape, total, view = plain
-        vals = (arr if view is None else arr.view(view)).reshape(eshape)
-        if out is None:
-            buf = empty_lines(total)
-        else:
-            buf = check_out(out, total)
-            buf = buf if buf.size == total else buf[:total]
-        desc._pack_into(vals, buf)
-        if total > desc.nbytes:
-            buf[desc.nbytes:] = 0
-        return buf
+        return _pack_plain(desc, (arr if view is None else arr.view(view)).reshape(eshape), total, out)
     lay, chip, desc, eshape, total, dtype = _plan(layout, arr.shape, chip, stride_npu, stride_onnx)
     vals = _input_array(arr, lay, dtype).reshape(eshape)
     lsb = _clear_lsb(lay, chip, clear_lsb)
@@ -359,18 +346,26 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         vals = vals & np.int16(-2)
     if lay == DataLayout.KP_HW1C16B_BE:
         vals = vals.byteswap()  # the engine stores little-endian: swapped values give big-endian bytes
-    elif key is not None and not lsb and lay not in _HIGHLOW:
-        if len(_PLAIN) > 1024:
-            _PLAIN.clear()
-        _PLAIN[key] = (desc, eshape, total, dtype if arr.dtype != dtype else None)
+    elif not lsb and lay not in _HIGHLOW:
+        remember(_PLAIN, key, (desc, eshape, total, dtype if arr.dtype != dtype else None), 1024)
+    if lay not in _HIGHLOW:
+        return _pack_plain(desc, vals, total, out)
     buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
-    if lay in _HIGHLOW:
-        scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars
-        desc._pack(vals, scalars.view(np.uint8), 0)
-        _core.highlow_split(scalars, buf)
-        return buf
-    desc._pack(vals, buf, 0)
-    buf[desc.nbytes:] = 0
+    scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars
+    desc._pack(vals, scalars.view(np.uint8), 0)
+    _core.highlow_split(scalars, buf)
+    return buf
+
+
+def _pack_plain(desc, vals: np.ndarray, total: int, out) -> np.ndarray:
+    """One engine pass of ``vals`` (the engine shape, little-endian) into the first ``total`` bytes
+    of ``out`` (checked) or a new buffer; the bytes past the descriptor's are zeroed."""
+    buf = empty_lines(total) if out is None else check_out(out, total)
+    if buf.size != total:
+        buf = buf[:total]
+    desc._pack_into(vals, buf)
+    if total > desc.nbytes:
+        buf[desc.nbytes:] = 0
     return buf
 
 

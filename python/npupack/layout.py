@@ -237,6 +237,17 @@ def check_dims(shape, name: str, note: str = "", minimum: int = 1) -> tuple[int,
     return tuple(int(v) for v in dims)
 
 
+def remember(cache: dict, key, value, limit: int):
+    """Stores ``value`` under ``key`` in one of the packers' bounded per-call caches (docs/design.md
+    §5.4), emptied when it holds more than ``limit`` entries; a key of None (arguments a key may
+    not stand for) stores nothing. Returns ``value``."""
+    if key is not None:
+        if len(cache) > limit:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
 def cache_safe(value, name: str, minimum: int = 1):
     """``value`` unchanged when it is None or a tuple, else :func:`check_dims` of it: the
     descriptor caches build their keys from these arguments before validating them, and a

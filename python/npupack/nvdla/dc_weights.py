@@ -10,7 +10,7 @@ import numpy as np
 from npupack.formats.aliases import registry_words
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import check_out, empty_lines
+from npupack.layout import check_out, empty_lines, remember
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _pack_if_finite_fp16, convert_elements, infer_precision
 from npupack.nvdla.deconv import check_deconv_stride
@@ -125,11 +125,7 @@ def _plan_key(w, precision, config, groups):
 
 def _remember(key, plan):
     """Caches ``plan`` under ``key`` (None: not cacheable); returns it."""
-    if key is not None:
-        if len(_DC_PLANS) >= _MAX_PLANS:
-            _DC_PLANS.clear()
-        _DC_PLANS[key] = plan
-    return plan
+    return remember(_DC_PLANS, key, plan, _MAX_PLANS)
 
 
 def _dc_plan(arr: np.ndarray, precision, config: Config, groups) -> "_DcPlan":
