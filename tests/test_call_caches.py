@@ -167,3 +167,63 @@ def test_nvdla_cached_plan_refuses_defaults_of_the_wrong_type(option, error):
         nvdla.pack_weights(W8)
         with pytest.raises(error, match=next(iter(option))):
             nvdla.pack_weights(W8, **option)
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(aligned_shape=(1.0, 5, 7, 32)), "aligned_shape"),
+    (dict(aligned_shape=(1, 5, 7, 32.0)), "aligned_shape"),
+    (dict(stride=(1120.0, 224, 32, 1)), "stride"),
+    (dict(aligned_shape=(1, 5, 7, 32), aligned_byte_size=True), "aligned_byte_size"),
+], ids=["float N", "float C", "float stride", "bool byte size"])
+def test_horizon_cached_plan_refuses_floats_and_bools_equal_to_its_integers(options, match):
+    """(1.0, 5, 7, 32) hashes and compares like (1, 5, 7, 32): a key alone would let it through."""
+    x = X8.transpose(0, 2, 3, 1).copy()
+    for _ in range(2):
+        horizon.pad(x, aligned_shape=(1, 5, 7, 32))
+        horizon.pad(x, stride=(1120, 224, 32, 1))
+        horizon.pad(x, aligned_shape=(1, 5, 7, 32), aligned_byte_size=1120)
+        with pytest.raises(TypeError, match=match):
+            horizon.pad(x, **options)
+
+
+def test_horizon_cached_plan_serves_equal_shapes_given_as_other_objects():
+    x = X8.transpose(0, 2, 3, 1).copy()
+    expected = _ref_horizon(x)
+    shapes = [(1, 5, 7, 32), tuple([1, 5, 7, 32]), [1, 5, 7, 32], np.array([1, 5, 7, 32]), (np.int64(1), 5, 7, 32)]
+    for shape in shapes + shapes:
+        assert np.array_equal(horizon.pad(x, aligned_shape=shape), expected)
+    # The model's larger byte size: a zero tail, written into a dirty out= too.
+    out = np.full(1300, 0xEE, np.uint8)
+    for _ in range(2):
+        got = horizon.pad(x, aligned_shape=(1, 5, 7, 32), aligned_byte_size=1200, out=out)
+        assert got.size == 1200 and np.array_equal(got[:1120], expected) and (got[1120:] == 0).all()
+        assert (out[1200:] == 0xEE).all()
+        out[:] = 0xEE
+
+
+def test_engine_plans_kept_per_call_keep_strides_pad_direction_and_threads_apart():
+    """The engine keeps the plans of recent calls (docs/design.md §5.4): one layout packed from
+    inputs of other strides, with another pad value, unpacked, on other thread counts and after
+    more layouts than it keeps must give the reference bytes every time."""
+    x = RNG.integers(-128, 128, (2, 20, 9, 11), dtype=np.int8)
+    views = {"C order": x, "F order": np.asfortranarray(x), "reversed": x[:, :, ::-1].copy()[:, :, ::-1]}
+    for _ in range(2):
+        for name, v in views.items():
+            assert np.array_equal(npupack.pack(v, NCHW16C), _ref_nchw16c(x)), name
+            assert np.array_equal(npupack.pack(v, NCHW16C, pad_value=5), _ref_nchw16c(x, 5)), name
+        packed = npupack.pack(x, NCHW16C)
+        assert np.array_equal(npupack.unpack(packed, NCHW16C, x.shape, x.dtype), x)
+    big = RNG.integers(-128, 128, (1, 40, 160, 170), dtype=np.int8)  # past the size split across threads
+    expected = _ref_nchw16c(big)
+    before = npupack.get_num_threads()
+    try:
+        for n in (1, 2, 1, 2):
+            npupack.set_num_threads(n)
+            assert np.array_equal(npupack.pack(big, NCHW16C), expected), n
+    finally:
+        npupack.set_num_threads(before)
+    shapes = [(1, c, 3, 4) for c in range(1, 13)]  # more layouts than the engine keeps, twice over
+    tensors = [RNG.integers(-128, 128, s, dtype=np.int8) for s in shapes]
+    for _ in range(2):
+        for t in tensors:
+            assert np.array_equal(npupack.pack(t, NCHW16C, pad_value=1), _ref_nchw16c(t, 1))

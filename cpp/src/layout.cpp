@@ -1,6 +1,7 @@
 #include "npupack/layout.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "npupack/checked.hpp"
@@ -9,6 +10,11 @@
 namespace npupack {
 
 namespace {
+
+uint64_t next_layout_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 std::string dim_label(const DimSpec& d, size_t i) {
   return d.name.empty() ? "dim " + std::to_string(i) : "dim '" + d.name + "'";
@@ -39,7 +45,7 @@ void check_divisors(const DimSpec& d, size_t i) {
 }  // namespace
 
 BlockedLayout::BlockedLayout(std::vector<DimSpec> dims, std::vector<AxisSpec> order, int64_t elem_bytes)
-    : dims_(std::move(dims)), elem_bytes_(elem_bytes) {
+    : dims_(std::move(dims)), elem_bytes_(elem_bytes), id_(next_layout_id()) {
   if (elem_bytes_ != 1 && elem_bytes_ != 2 && elem_bytes_ != 4 && elem_bytes_ != 8) {
     throw LayoutError("elem_bytes must be 1, 2, 4 or 8, got " + std::to_string(elem_bytes_));
   }

@@ -20,6 +20,7 @@ namespace npupack {
 
 using detail::check_args;
 using detail::fill_holes;
+using detail::cached_plan;
 using detail::make_plan;
 using detail::Plan;
 using detail::Strategy;
@@ -28,7 +29,7 @@ using detail::Walker;
 void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
           char* packed, int64_t packed_size, const char* pad) {
   check_args(L, logical_strides, packed_size);
-  const Plan plan = make_plan(L, logical_strides, true, pad);
+  const Plan& plan = cached_plan(L, logical_strides, true, pad);
   switch (plan.strategy->runs) {
     case Strategy::Runs::kExtended:
       return detail::pack_extended(L, logical, logical_strides, packed, packed_size, pad);
@@ -111,7 +112,7 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides) {
   check_args(L, logical_strides, packed_size);
-  const Plan plan = make_plan(L, logical_strides, false);
+  const Plan& plan = cached_plan(L, logical_strides, false);
   switch (plan.strategy->runs) {
     case Strategy::Runs::kExtended:
       return detail::unpack_extended(L, packed, packed_size, logical, logical_strides);

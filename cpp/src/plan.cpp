@@ -188,5 +188,43 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
   return p;
 }
 
+// A compiler or a runtime packs the same layer shapes again and again, and for a small tensor
+// planning costs as much as moving its bytes.
+const Plan& cached_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
+                        const char* pad) {
+  struct Entry {
+    uint64_t id = 0;  // 0: empty
+    bool to_packed = false;
+    bool has_pad = false;
+    char pad[8] = {};
+    int64_t threads = 0;
+    std::vector<int64_t> strides;
+    Plan plan;
+  };
+  constexpr size_t kEntries = 8;
+  thread_local Entry cache[kEntries];
+  thread_local size_t next = 0;
+  const int64_t eb = L.elem_bytes();
+  const int64_t threads = num_threads();
+  for (Entry& e : cache) {
+    if (e.id == L.id() && e.to_packed == to_packed && e.has_pad == (pad != nullptr) && e.threads == threads &&
+        e.strides == logical_strides && (pad == nullptr || std::memcmp(e.pad, pad, eb) == 0)) {
+      e.plan.layout = &L;  // a copy of the layout it was made for
+      return e.plan;
+    }
+  }
+  Entry& e = cache[next];
+  next = (next + 1) % kEntries;
+  e.id = 0;  // empty while the plan is made (make_plan may throw)
+  e.plan = make_plan(L, logical_strides, to_packed, pad);
+  e.to_packed = to_packed;
+  e.has_pad = pad != nullptr;
+  if (pad != nullptr) std::memcpy(e.pad, pad, eb);
+  e.threads = threads;
+  e.strides = logical_strides;
+  e.id = L.id();
+  return e.plan;
+}
+
 }  // namespace detail
 }  // namespace npupack

@@ -99,6 +99,11 @@ struct Plan {
 Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
                const char* pad = nullptr);
 
+// make_plan's result, kept per thread for the next call with the same layout, strides,
+// direction, pad value and thread count. Valid until this thread's next cached_plan call.
+const Plan& cached_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
+                        const char* pad = nullptr);
+
 // The planning passes (plan_passes.cpp), in the order make_plan runs them.
 void merge_contiguous(Plan& p);
 void widen_elements(Plan& p);

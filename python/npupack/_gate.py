@@ -28,6 +28,10 @@ __all__ = ["NUMERIC_KINDS", "numeric_dtype", "check_disjoint", "gate"]
 
 NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 
+# NumPy's bounds test without the __array_function__ dispatch, which only serves other array
+# types: the inline gate calls it on two exact ndarrays, and the dispatch doubles its cost.
+_MAY_SHARE = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
 
 def numeric_dtype(dtype: np.dtype, name: str) -> np.dtype:
     """``dtype`` when it is a plain number (bool, integer, float, complex); TypeError naming
@@ -107,7 +111,7 @@ def gate(*reads: str, labels: dict | None = None, words=None):
                 check_disjoint(out, {label: args[i] if i < n else kwargs.get(name) for name, i, label in where})
 
         first, at, label, several = *where[0], len(where) > 1
-        ndarray, may_share = np.ndarray, np.may_share_memory  # closure cells: no global lookups per call
+        ndarray, may_share = np.ndarray, _MAY_SHARE  # closure cells: no global lookups per call
 
         # The common call (one array read, no out= or an ndarray out=) is checked inline: the
         # packers' small calls take a few microseconds.

@@ -18,7 +18,7 @@ from npupack._gate import gate
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.aliases import registry_words
 from npupack.layout import (_BIG_ENDIAN, Dim, check_bool, check_dims, check_int, check_no_nan, check_out, check_whole,
-                            empty_lines, little_endian, strided_layout)
+                            empty_lines, little_endian, remember, strided_layout)
 
 __all__ = ["AlignmentRule", "ALIGNMENT_RULES", "register_alignment_rule", "TensorProperties", "ELEMENT_SIZE",
            "numpy_dtype", "align_bpu_bytes", "aligned_shape", "strides", "nbytes", "pad", "strip", "pack_nv12",
@@ -330,26 +330,51 @@ def pad(x, *, stride=None, aligned_shape=None, aligned_byte_size=None, out=None)
     strides address, TypeError for a non-integer ``aligned_byte_size``, ValueError when neither
     ``stride`` nor ``aligned_shape`` is given."""
     arr = x if type(x) is np.ndarray and x.dtype.byteorder not in _BIG_ENDIAN else little_endian(np.asarray(x))
-    if arr.dtype.kind not in "biuf" or arr.dtype.itemsize not in (1, 2, 4, 8):
-        raise TypeError(f"x: dtype {arr.dtype} cannot be padded")
-    if (_plain_ints(stride) and _plain_ints(aligned_shape)
-            and (aligned_byte_size is None or type(aligned_byte_size) is int)):
-        total, desc = _padded(arr.shape, arr.dtype, stride, aligned_shape, aligned_byte_size)
+    dtype = arr.dtype
+    if dtype.kind not in "biuf" or dtype.itemsize not in (1, 2, 4, 8):
+        raise TypeError(f"x: dtype {dtype} cannot be padded")
+    plan = None
+    if aligned_byte_size is None or type(aligned_byte_size) is int:
+        key = (arr.shape, dtype, stride, aligned_shape, aligned_byte_size)
+        try:
+            plan = _PAD_PLANS.get(key)
+        except TypeError:  # an unhashable stride or aligned_shape: refused by the checks below
+            key = None
+        if plan is None or not (plan[0] is stride and plan[1] is aligned_shape):
+            # Equal floats share a key (32.0 == 32): a plan made from other objects serves plain
+            # int tuples only.
+            if key is None or not (_plain_ints(stride) and _plain_ints(aligned_shape)):
+                plan = None
+            elif plan is None:
+                plan = remember(_PAD_PLANS, key, _pad_plan(arr.shape, dtype, stride, aligned_shape,
+                                                           aligned_byte_size), _MAX_PAD_PLANS)
+    if plan is None:
+        plan = _pad_plan(arr.shape, dtype, stride, aligned_shape, aligned_byte_size)
+    _, _, total, core, meaningful = plan
+    if out is None:
+        buf = empty_lines(total)
     else:
-        total, desc = _padded.__wrapped__(arr.shape, arr.dtype, stride, aligned_shape, aligned_byte_size)
-    buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
-    desc._pack_into(arr, buf)
-    if total > desc.nbytes:
-        buf[desc.nbytes:] = 0
+        buf = check_out(out, total)
+        if buf.size != total:
+            buf = buf[:total]
+    core.pack(arr, buf)
+    if total > meaningful:
+        buf[meaningful:] = 0
     return buf
 
 
-@lru_cache(maxsize=1024)
-def _padded(shape, dtype, stride, aligned_shape, aligned_byte_size):
-    # pad's buffer size and descriptor, cached for plain int arguments: the same tensor is padded
-    # on every inference, and the checks and the size cost as much as the copy of a small tensor.
+# pad's plans: the same tensor is padded on every inference, and the checks and the size cost
+# as much as the copy of a small tensor.
+_PAD_PLANS: dict = {}
+_MAX_PAD_PLANS = 1024
+
+
+def _pad_plan(shape, dtype, stride, aligned_shape, aligned_byte_size) -> tuple:
+    """``(stride, aligned_shape, buffer bytes, the descriptor's engine layout, bytes it
+    addresses)`` of pad, after every check of the arguments."""
     valid, st = _byte_strides(shape, dtype.itemsize, stride, aligned_shape)
-    return _buffer_bytes(valid, st, dtype.itemsize, aligned_byte_size), _descriptor(valid, st, dtype)
+    desc = _descriptor(valid, st, dtype)
+    return stride, aligned_shape, _buffer_bytes(valid, st, dtype.itemsize, aligned_byte_size), desc._core, desc.nbytes
 
 
 @gate("buf")

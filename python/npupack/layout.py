@@ -398,15 +398,17 @@ def empty_lines(nbytes: int) -> np.ndarray:
     """A packer's new result of ``nbytes`` bytes: :func:`aligned_empty` from 1 MiB, where an
     output can be large enough to stream, else ``np.empty`` (reading the address would cost more
     than a small call takes)."""
-    return np.empty(nbytes, dtype=np.uint8) if nbytes < _LINES_FROM else aligned_empty(nbytes)
+    # np.empty given the dtype object, not the type: NumPy then skips a conversion a small call feels.
+    return _EMPTY(nbytes, _U8) if nbytes < _LINES_FROM else aligned_empty(nbytes)
 
 
 _LINES_FROM = 1 << 20
+_EMPTY = np.empty
 
 
 def _out_buffer(out: np.ndarray | None, nbytes: int) -> np.ndarray:
     if out is None:
-        return np.empty(nbytes, dtype=np.uint8)
+        return _EMPTY(nbytes, _U8)
     return check_out(out, nbytes)
 
 

@@ -79,6 +79,8 @@ class BlockedLayout {
   int64_t elements() const { return elements_; }
   const std::vector<DimSpec>& dims() const { return dims_; }
   const std::vector<Axis>& axes() const { return axes_; }
+  // Unique per constructed layout (copies share it: they are equal): keys the plan cache.
+  uint64_t id() const { return id_; }
 
   // Byte stride of axis `a` given the loop indices of the axes outside it (`outer_idx[b]` for
   // b < a). Constant for non-ragged layouts; for ragged ones the inner extent of a dimension
@@ -96,6 +98,7 @@ class BlockedLayout {
   bool ragged_ = false;
   bool monotonic_ = true;
   std::vector<bool> swizzled_;
+  uint64_t id_;
 };
 
 }  // namespace npupack

@@ -20,6 +20,7 @@ from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_no_pixel_f
 from npupack.nvdla.winograd import winograd_descriptor
 
 _KINDS = ("dc", "image", "winograd", "deconv")
+_new = object.__new__
 
 
 @registry_words("nvdla.weights_nbytes")
@@ -143,11 +144,13 @@ def _dc_plan(arr: np.ndarray, precision, config: Config, groups) -> "_DcPlan":
 class _DcPlan:
     """Everything about packing one validated DC layer shape except the values (docs/nvdla.md §6, 7)."""
 
-    __slots__ = ("layout", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields", "direct")
+    __slots__ = ("layout", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields", "direct",
+                 "tail", "core")
 
     def __init__(self, shape, groups: int, precision: str, config: Config):
         k, cg, r, s = shape
         self.layout = _dense_dc_layout(shape, groups, precision, config)
+        self.core = self.layout._core
         packed_shape = self.layout.shape
         self.meaningful = self.layout.nbytes
         self.surface = roundup(self.meaningful, config.weight_size_alignment)
@@ -157,6 +160,8 @@ class _DcPlan:
         self.config = config
         # Dense integer weights already of the target dtype pack as they are: no conversion call.
         self.direct = _TARGET_DTYPE[precision] if groups == 1 and precision != "fp16" else None
+        # Dense surfaces get their zero tail after packing; grouped ones are zeroed whole.
+        self.tail = self.surface > self.meaningful and groups == 1
         self.fields = dict(kind="dc", precision=precision, shape=tuple(shape), packed_shape=packed_shape,
                            kernel_groups=-(-k // self.kpg),
                            bytes_per_kernel=cg * groups * r * s * element_size(precision),
@@ -174,11 +179,16 @@ class _DcPlan:
         # tensor with INF or NaN takes the full conversion (which raises or saturates) and
         # is packed again.
         if arr.dtype is self.direct:
-            self.layout._core.pack(arr, buf, b"", False)
+            self.core.pack(arr, buf)
         elif not (g == 1 and self.precision == "fp16" and _pack_if_finite_fp16(self.layout, arr, buf)):
             elems = convert_elements(arr, self.precision, what="w", rounding=rounding, saturate=saturate,
                                      allow_nan=allow_nan)
             _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)
-        if surface > self.meaningful and g == 1:
+        if self.tail:
             buf[self.meaningful:] = 0
-        return WeightSurfaces._with_weight(self.fields, buf)
+        # WeightSurfaces._with_weight, inline: a small layer's call is a few microseconds.
+        result = _new(WeightSurfaces)
+        d = result.__dict__
+        d.update(self.fields)
+        d["weight"] = buf
+        return result

@@ -40,13 +40,14 @@ __all__ = ["WeightSurfaces", "pack_weights", "pack_weights_many", "unpack_weight
 # these very objects, which the cached path tells apart by identity (_default_options otherwise).
 _UNIT_STRIDE = (1, 1)
 _UNIT_SCALE = 1.0
+_DC, _AUTO, _NEAREST_EVEN = "dc", "auto", "nearest_even"
 
 
 @registry_words("nvdla.pack_weights")
 @gate("w", labels={"w": "x"})
-def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: Config = NV_FULL,
-                 groups: int = 1, stride=_UNIT_STRIDE, pixel_format=None, post_extension="auto",
-                 compress=False, rounding: str = "nearest_even", saturate: bool = True,
+def pack_weights(w, *, kind: str = _DC, precision: str | None = None, config: Config = NV_FULL,
+                 groups: int = 1, stride=_UNIT_STRIDE, pixel_format=None, post_extension=_AUTO,
+                 compress=False, rounding: str = _NEAREST_EVEN, saturate: bool = True,
                  scale: float = _UNIT_SCALE, allow_nan: bool = False, out=None):
     """Pack convolution weights into NVDLA weight surfaces (docs/nvdla.md §5-11).
 
@@ -128,6 +129,15 @@ def pack_weights(w, *, kind: str = "dc", precision: str | None = None, config: C
         NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``,
         ``scale``, ``compress`` or ``kind``.
     """
+    # A layer shape packed before, every option left out: the cached plan packs at once (its
+    # checks passed for this shape, dtype and options). A big-endian dtype is never a key.
+    if (type(w) is np.ndarray and kind is _DC and compress is False and type(groups) is int and type(config) is Config
+            and stride is _UNIT_STRIDE and scale is _UNIT_SCALE and pixel_format is None and post_extension is _AUTO
+            and saturate is True and allow_nan is False and rounding is _NEAREST_EVEN
+            and (precision is None or type(precision) is str)):
+        plan = _DC_PLANS.get((w.shape, w.dtype, precision, config, groups))
+        if plan is not None:
+            return plan.pack(w, out, rounding, True, False)
     if type(config) is not Config:
         check_config(config)
     if type(w) is np.ndarray and w.dtype.byteorder in _BIG_ENDIAN:
