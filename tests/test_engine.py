@@ -171,6 +171,38 @@ def test_explicit_strides_and_noncontiguous_input(h, w, extra_line, extra_plane,
     assert np.array_equal(layout.unpack(packed), x)
 
 
+@st.composite
+def peeled_layouts(draw):
+    """Layouts whose outermost loop steps over the blocks of a ragged dim, the last block short
+    (docs/design.md §3.13), with any other dims inside."""
+    dims, order, eb = draw(layouts(padding=False))
+    tile = draw(st.integers(2, 6))
+    a = dims[0].name
+    dims[0] = Dim(a, tile * draw(st.integers(1, 4)) + draw(st.integers(1, tile - 1)), (tile,), True)
+    order = [p for p in order if p[0] != a]
+    order.insert(draw(st.integers(0, len(order))), (a, 1))
+    return dims, [(a, 0)] + order, eb
+
+
+@given(peeled_layouts(), st.sampled_from([0, 7]), st.booleans(), st.integers(0, 2**32))
+def test_short_block_peeled_off_packs_and_unpacks_like_the_reference(spec, pad_value, fortran, seed):
+    """The full blocks and the short one are packed as two layouts of their own (docs/design.md
+    §3.13): into a dirty buffer, from C- and F-ordered inputs, the bytes and the values read back
+    must be the reference path's."""
+    dims, order, eb = spec
+    dtype = np.dtype(f"u{eb}")
+    layout = BlockedLayout(dims, order, dtype)
+    x = np.random.default_rng(seed).integers(0, 2**(8 * eb) - 1, size=layout.shape, dtype=dtype, endpoint=True)
+    if fortran:
+        x = np.asfortranarray(x)
+    dirty = np.full(layout.nbytes + 5, 0xAB, np.uint8)
+    got = layout.pack(x, pad_value=pad_value, out=dirty)
+    assert np.array_equal(got, layout.pack(x, pad_value=pad_value, reference=True))
+    assert (dirty[layout.nbytes:] == 0xAB).all()
+    back = np.asfortranarray(np.zeros_like(x)) if fortran else np.zeros_like(x)
+    assert np.array_equal(layout.unpack(got, out=back), x)
+
+
 def test_ragged_dc_like_layout_matches_hand_formula():
     # K = 5 in tiles of 2 (ragged), C = 3 in tiles of 2 (ragged), nest K/2, C/2, K2, C2.
     layout = BlockedLayout([Dim("K", 5, (2,), True), Dim("C", 3, (2,), True)],

@@ -571,7 +571,7 @@ def _streamed_case(precision, taps):
         r = 3 if taps == 9 else 1
         k, c = (500, 2040 if precision == "int8" else 1020) if r == 3 else (4100, 2100 if precision == "int8" else 1050)
         w = random_weights(np.random.default_rng(16), (k, c, r, r), precision)
-        kpg, cb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
+        kpg, cb = 32 if precision == "int8" else 16, 64  # docs/nvdla.md §6.1 on NV_FULL
         expect = ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=128)
         bad = exp_bad = None
         if precision == "fp16":
@@ -629,3 +629,32 @@ def test_3x3_weights_plan_streams_whole_lines_with_the_avx512_kernels():
         small = (400, 2040, 3, 3) if precision == "int8" else (400, 1020, 3, 3)  # under 8 MiB: plain stores
         assert "streaming stores: no" in plan.describe(npupack.nvdla.dc_layout(small, precision), small,
                                                        DTYPE[precision])
+
+
+@pytest.mark.parametrize("shape", [(33, 6, 3, 3), (77, 6, 3, 3), (100, 64, 1, 1), (1000, 3, 5, 5), (45, 100, 3, 3)])
+@pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
+def test_dc_weights_with_a_short_last_kernel_group_match_the_reference(shape, precision):
+    """K not a multiple of the kernel group: the full groups and the short one are packed as two
+    layouts (docs/design.md §3.13); the bytes are docs/nvdla.md §6.1's, and an fp16 INF or NaN in
+    either part is still found."""
+    rng = np.random.default_rng(sum(shape))
+    dtype = {"int8": np.int8, "int16": np.int16, "fp16": np.float16}[precision]
+    w = (rng.standard_normal(shape) * 100).astype(dtype) if precision == "fp16" else \
+        rng.integers(-100, 100, shape, dtype=dtype)
+    kpg, cb = 32 if precision == "int8" else 16, 64  # docs/nvdla.md §6.1 on NV_FULL
+    expected = ref.pack_dc_vectorised(w, kpg=kpg, cb=cb, tail=128)
+    out = np.full(expected.size + 64, 0xAB, np.uint8)
+    for _ in range(2):  # the second call finds the peel and the plans kept
+        got = pack_weights(w, precision=precision, out=out)
+        assert np.array_equal(got.weight, expected) and (out[expected.size:] == 0xAB).all()
+        assert np.array_equal(unpack_weights(got), w)
+    if precision == "fp16":
+        for k in (0, shape[0] - 1):  # a full group, the short one
+            inf = w.copy()
+            inf[k, 0, 0, 0] = np.inf
+            clipped = inf.copy()
+            clipped[k, 0, 0, 0] = 65504
+            assert np.array_equal(pack_weights(inf).weight, ref.pack_dc_vectorised(clipped, kpg=kpg, cb=cb, tail=128))
+            inf[k, 0, 0, 0] = np.nan
+            with pytest.raises(ValueError, match="NaN"):
+                pack_weights(inf)

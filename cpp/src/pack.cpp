@@ -9,6 +9,7 @@
 #include "npupack/checked.hpp"
 #include "npupack/parallel.hpp"
 #include "fill.hpp"
+#include "peel.hpp"
 #include "plan.hpp"
 #include "strategies.hpp"
 #include "walker.hpp"
@@ -29,6 +30,12 @@ using detail::Walker;
 void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
           char* packed, int64_t packed_size, const char* pad) {
   check_args(L, logical_strides, packed_size);
+  if (const auto peel = detail::cached_peel(L)) {
+    pack(peel->head, logical, logical_strides, packed, peel->tail_offset, pad);
+    pack(peel->tail, logical + peel->tail_start * logical_strides[peel->dim], logical_strides,
+         packed + peel->tail_offset, packed_size - peel->tail_offset, pad);
+    return;
+  }
   const Plan& plan = cached_plan(L, logical_strides, true, pad);
   switch (plan.strategy->runs) {
     case Strategy::Runs::kExtended:
@@ -56,6 +63,13 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
     if (L.dims()[i].extent == 1) logical_strides[i] = bytes;
     if (logical_strides[i] != bytes) throw LayoutError("pack_checked: the logical tensor must be C-contiguous");
     bytes *= L.dims()[i].extent;
+  }
+  // The head and the tail of a peel along the slowest dim are C-contiguous themselves.
+  if (const auto peel = detail::cached_peel(L); peel && peel->dim == 0) {
+    const char* tail = logical + peel->tail_start * logical_strides[0];
+    return pack_checked(peel->head, logical, logical_strides, packed, peel->tail_offset, pad, check, fp16_finite) &&
+           pack_checked(peel->tail, tail, logical_strides, packed + peel->tail_offset, packed_size - peel->tail_offset,
+                        pad, check, fp16_finite);
   }
   const Plan plan = make_plan(L, logical_strides, true, pad);
   if (plan.strategy->runs == Strategy::Runs::kWalk) {
@@ -112,6 +126,12 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides) {
   check_args(L, logical_strides, packed_size);
+  if (const auto peel = detail::cached_peel(L)) {
+    unpack(peel->head, packed, peel->tail_offset, logical, logical_strides);
+    unpack(peel->tail, packed + peel->tail_offset, packed_size - peel->tail_offset,
+           logical + peel->tail_start * logical_strides[peel->dim], logical_strides);
+    return;
+  }
   const Plan& plan = cached_plan(L, logical_strides, false);
   switch (plan.strategy->runs) {
     case Strategy::Runs::kExtended:

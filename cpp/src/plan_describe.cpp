@@ -5,6 +5,7 @@
 #include "npupack/pack.hpp"
 
 #include "npupack/parallel.hpp"
+#include "peel.hpp"
 #include "plan.hpp"
 #include "strategies.hpp"
 
@@ -126,7 +127,18 @@ std::vector<int64_t> c_strides(const BlockedLayout& L) {
 }  // namespace
 
 std::string describe_plan(const BlockedLayout& L, bool to_packed, const char* pad) {
-  return detail::make_plan(L, c_strides(L), to_packed, to_packed ? pad : nullptr).describe();
+  if (to_packed == false) pad = nullptr;
+  std::string text = detail::make_plan(L, c_strides(L), to_packed, pad).describe();
+  if (const auto peel = detail::cached_peel(L)) {
+    const auto& d = L.dims()[static_cast<size_t>(peel->dim)];
+    const std::string name = d.name.empty() ? "dim" + std::to_string(peel->dim) : d.name;
+    text += "peeled (docs/design.md §3.13): runs instead as " + name + "'s full blocks [0, " +
+            std::to_string(peel->tail_start) + ") and its short block [" + std::to_string(peel->tail_start) + ", " +
+            std::to_string(d.extent) + "), two layouts with plans of their own: strategies " +
+            detail::make_plan(peel->head, c_strides(peel->head), to_packed, pad).strategy->name + " and " +
+            detail::make_plan(peel->tail, c_strides(peel->tail), to_packed, pad).strategy->name + "\n";
+  }
+  return text;
 }
 
 std::string plan_strategy(const BlockedLayout& L, bool to_packed, const char* pad) {
