@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "plan.hpp"
+
 namespace npupack {
 namespace detail {
 
@@ -16,6 +18,16 @@ bool may_peel(const BlockedLayout& L) {
   const DimSpec& d = L.dims()[L.axes()[0].dim];
   return d.ragged && d.tiles.size() == 1 && d.divisors.empty() && d.pad_lo == 0 && d.storage == d.extent &&
          d.extent > d.tiles[0] && d.extent % d.tiles[0] != 0;
+}
+
+std::vector<int64_t> c_strides(const BlockedLayout& L) {
+  std::vector<int64_t> strides(L.dims().size());
+  int64_t bytes = L.elem_bytes();
+  for (size_t i = strides.size(); i-- > 0;) {
+    strides[i] = bytes;
+    bytes *= L.dims()[i].extent;
+  }
+  return strides;
 }
 
 std::shared_ptr<const Peel> make_peel(const BlockedLayout& L) {
@@ -51,6 +63,11 @@ std::shared_ptr<const Peel> make_peel(const BlockedLayout& L) {
         L.offset_of(head_last.data()) != peel->head.offset_of(head_last.data()) ||
         L.offset_of(tail_first.data()) != peel->tail_offset ||
         L.offset_of(last.data()) != peel->tail_offset + peel->tail.offset_of(tail_last.data())) {
+      return nullptr;
+    }
+    // Taken only where the block's loops then merge (the head's plan has fewer loops): elsewhere
+    // the second layout would only add a call.
+    if (make_plan(peel->head, c_strides(peel->head), true).loops.size() >= make_plan(L, c_strides(L), true).loops.size()) {
       return nullptr;
     }
     return peel;
