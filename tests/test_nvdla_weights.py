@@ -631,12 +631,14 @@ def test_3x3_weights_plan_streams_whole_lines_with_the_avx512_kernels():
                                                        DTYPE[precision])
 
 
-@pytest.mark.parametrize("shape", [(33, 6, 3, 3), (77, 6, 3, 3), (100, 64, 1, 1), (1000, 3, 5, 5), (45, 100, 3, 3)])
+@pytest.mark.parametrize("shape", [(33, 6, 3, 3), (77, 6, 3, 3), (100, 64, 1, 1), (1000, 3, 5, 5), (45, 100, 3, 3),
+                                   (70, 145, 3, 3), (64, 81, 3, 3), (40, 100, 5, 5), (96, 200, 1, 1)])
 @pytest.mark.parametrize("precision", ["int8", "int16", "fp16"])
-def test_dc_weights_with_a_short_last_kernel_group_match_the_reference(shape, precision):
+def test_dc_weights_with_a_short_kernel_group_or_channel_block_match_the_reference(shape, precision):
     """K not a multiple of the kernel group: the full groups and the short one are packed as two
-    layouts (docs/design.md §3.13); the bytes are docs/nvdla.md §6.1's, and an fp16 INF or NaN in
-    either part is still found."""
+    layouts (docs/design.md §3.13); C not a multiple of the channel block: the short blocks of a
+    group's kernels are gathered into one transpose (§3.3). The bytes are docs/nvdla.md §6.1's,
+    and an fp16 INF or NaN in either part is still found."""
     rng = np.random.default_rng(sum(shape))
     dtype = {"int8": np.int8, "int16": np.int16, "fp16": np.float16}[precision]
     w = (rng.standard_normal(shape) * 100).astype(dtype) if precision == "fp16" else \

@@ -37,11 +37,14 @@ def _expected(mats, eb, dst_stride, dst_step, size, fill):
 
 
 def _check(rows, cols, count, eb, path, *, row_pad=0, col_pad=0, gap=0, seed=0):
-    rng = np.random.default_rng(seed)
     src_stride = cols * eb + row_pad
-    src_step = rows * src_stride + gap
     dst_stride = rows * eb + col_pad
-    dst_step = cols * dst_stride + gap
+    _check_strides(rows, cols, count, eb, path, src_stride, rows * src_stride + gap, dst_stride,
+                   cols * dst_stride + gap, seed)
+
+
+def _check_strides(rows, cols, count, eb, path, src_stride, src_step, dst_stride, dst_step, seed):
+    rng = np.random.default_rng(seed)
     src, mats = _batch(rng, rows, cols, count, eb, src_stride, src_step)
     size = (count - 1) * dst_step + (cols - 1) * dst_stride + rows * eb + 64
     dst = np.full(size, 0xA5, np.uint8)
@@ -90,6 +93,21 @@ def test_narrow_columns_other_than_nine(path):
        seed=st.integers(0, 2**32 - 1))
 def test_random_batches(rows, cols, count, eb, row_pad, col_pad, gap, path, seed):
     _check(rows, cols, count, eb, path, row_pad=row_pad, col_pad=col_pad, gap=gap, seed=seed)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("eb", [1, 2])
+def test_short_matrices_whose_columns_continue_from_one_to_the_next(path, eb):
+    """DC weights' short channel block: per kernel of a group a few channels x taps, rows back to
+    back in the source, and each column continued by the next matrix's (dst_step = rows). Byte
+    matrices are gathered side by side and moved as one tall matrix, in slices of 32 KiB
+    (docs/design.md §3.3); 300 matrices of 31 x 25 take several slices."""
+    for rows in (1, 2, 3, 9, 17, 31):
+        for cols in (2, 9, 25):
+            for count in (1, 2, 4, 32, 33, 300):
+                for gap, col_pad in ((0, 0), (5, 3), (2961, 64)):
+                    _check_strides(rows, cols, count, eb, path, cols * eb, rows * cols * eb + gap,
+                                   count * rows * eb + col_pad, rows * eb, seed=rows * cols + count + gap)
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -219,9 +219,42 @@ int transpose_finite16(const char* src, int64_t src_stride, char* dst, int64_t d
   return run_finite(a, KernelPath::kAuto);
 }
 
+namespace {
+
+// A batch of short byte matrices whose rows lie back to back in the source and whose output rows
+// continue from one matrix to the next (DC weights' short channel block: per kernel of a group,
+// its few channels x taps) is one tall matrix once the matrices sit side by side. Gathered into
+// a scratch buffer a slice at a time, each slice is one call of a kernel of many rows, where the
+// matrices one by one take the small-matrix kernels (docs/design.md §3.3).
+bool gathers(int64_t src_stride, int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb) {
+  return eb == 1 && rows < 32 && count * rows >= 32 && cols >= 2 && src_stride == cols && dst_step == rows;
+}
+
+void gather_batch(const char* src, int64_t src_step, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
+                  int64_t count, KernelPath path) {
+  constexpr int64_t kSliceBytes = 32 * 1024;  // a slice and its output stay in L1 and L2
+  const int64_t bytes = rows * cols;
+  const int64_t per = std::max<int64_t>(1, kSliceBytes / bytes);
+  thread_local std::vector<char> scratch;
+  if (static_cast<int64_t>(scratch.size()) < std::min(per, count) * bytes) {
+    scratch.resize(static_cast<size_t>(std::min(per, count) * bytes));
+  }
+  for (int64_t i = 0; i < count; i += per) {
+    const int64_t n = std::min(per, count - i);
+    for (int64_t j = 0; j < n; ++j) std::memcpy(scratch.data() + j * bytes, src + (i + j) * src_step, bytes);
+    run_first(Op::kTranspose, 1, strided(scratch.data(), cols, dst + i * rows, dst_stride, n * rows, cols), path);
+  }
+}
+
+}  // namespace
+
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb, const char* ahead,
                      int64_t ahead_bytes, KernelPath path, bool stream) {
+  if (!stream && gathers(src_stride, dst_step, rows, cols, count, eb)) {
+    gather_batch(src, src_step, dst, dst_stride, rows, cols, count, path);
+    return false;
+  }
   TransposeArgs a = strided(src, src_stride, dst, dst_stride, rows, cols);
   a.count = count;
   a.src_step = src_step;
