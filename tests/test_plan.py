@@ -92,6 +92,19 @@ def test_ragged_dc_weights_batch_the_kernels_of_a_group():
     _check_bytes(lay, lay.shape, np.int8)
 
 
+def test_short_kernel_group_of_few_channels_runs_peeled():
+    # K = 77 in groups of 32 with 6 channels: the full groups and the short one run as two
+    # layouts whose kernel and channel loops merge (docs/design.md §3.13); 100 channels (two
+    # blocks) have no merge to gain and run whole.
+    lay = nvdla.dc_layout((77, 6, 3, 3), "int8")
+    text = plan.describe(lay, lay.shape, np.int8)
+    assert "peeled (docs/design.md §3.13)" in text and "[0, 64)" in text and "[64, 77)" in text
+    _check_bytes(lay, lay.shape, np.int8)
+    wide = nvdla.dc_layout((77, 100, 3, 3), "int8")
+    assert "peeled" not in plan.describe(wide, wide.shape, np.int8)
+    _check_bytes(wide, wide.shape, np.int8)
+
+
 def test_ragged_dc_weights_1x1_copy_channel_blocks():
     # 1x1 kernels: each kernel's channel block is contiguous on both sides: one row copy each.
     lay = nvdla.dc_layout((70, 100, 1, 1), "fp16")

@@ -14,8 +14,9 @@
 #include "strategies.hpp"
 #include "walker.hpp"
 
-// The fast path: make_plan builds the plan (plan.hpp) and its strategy, the first of the ordered
-// list (strategies.hpp) that applies; this file runs it. Spec: docs/design.md §3.12.
+// The fast path: the plan (plan.hpp: make_plan, kept per thread by cached_plan) and its strategy,
+// the first of the ordered list (strategies.hpp) that applies; this file runs it. A ragged
+// layout may run as two (peel.hpp). Spec: docs/design.md §3.12, §3.13.
 
 namespace npupack {
 
@@ -27,16 +28,24 @@ using detail::Plan;
 using detail::Strategy;
 using detail::Walker;
 
-void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
-          char* packed, int64_t packed_size, const char* pad) {
+namespace {
+
+// A layout built for one call (run_extended's extended layout) is planned without the per-thread
+// caches: its new id would only push out the entries of layouts that are called again.
+enum class Keep { kCached, kOnce };
+
+void pack_as(Keep keep, const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
+             char* packed, int64_t packed_size, const char* pad) {
   check_args(L, logical_strides, packed_size);
-  if (const auto peel = detail::cached_peel(L)) {
+  if (const auto peel = keep == Keep::kCached ? detail::cached_peel(L) : nullptr) {
     pack(peel->head, logical, logical_strides, packed, peel->tail_offset, pad);
     pack(peel->tail, logical + peel->tail_start * logical_strides[peel->dim], logical_strides,
          packed + peel->tail_offset, packed_size - peel->tail_offset, pad);
     return;
   }
-  const Plan& plan = cached_plan(L, logical_strides, true, pad);
+  Plan once;
+  const Plan& plan =
+      keep == Keep::kCached ? cached_plan(L, logical_strides, true, pad) : (once = make_plan(L, logical_strides, true, pad));
   switch (plan.strategy->runs) {
     case Strategy::Runs::kExtended:
       return detail::pack_extended(L, logical, logical_strides, packed, packed_size, pad);
@@ -48,6 +57,49 @@ void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t
       return detail::run_walk(plan, logical, nullptr, nullptr, packed);
   }
 }
+
+void unpack_as(Keep keep, const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
+               const std::vector<int64_t>& logical_strides) {
+  check_args(L, logical_strides, packed_size);
+  if (const auto peel = keep == Keep::kCached ? detail::cached_peel(L) : nullptr) {
+    unpack(peel->head, packed, peel->tail_offset, logical, logical_strides);
+    unpack(peel->tail, packed + peel->tail_offset, packed_size - peel->tail_offset,
+           logical + peel->tail_start * logical_strides[peel->dim], logical_strides);
+    return;
+  }
+  Plan once;
+  const Plan& plan =
+      keep == Keep::kCached ? cached_plan(L, logical_strides, false) : (once = make_plan(L, logical_strides, false));
+  switch (plan.strategy->runs) {
+    case Strategy::Runs::kExtended:
+      return detail::unpack_extended(L, packed, packed_size, logical, logical_strides);
+    case Strategy::Runs::kReference:
+      return detail::run_reference_unpack(L, packed, logical, logical_strides);
+    case Strategy::Runs::kWalk:
+      return detail::run_walk(plan, nullptr, logical, packed, nullptr);
+  }
+}
+
+}  // namespace
+
+void pack(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
+          char* packed, int64_t packed_size, const char* pad) {
+  pack_as(Keep::kCached, L, logical, logical_strides, packed, packed_size, pad);
+}
+
+namespace detail {
+
+void pack_once(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
+               char* packed, int64_t packed_size, const char* pad) {
+  pack_as(Keep::kOnce, L, logical, logical_strides, packed, packed_size, pad);
+}
+
+void unpack_once(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
+                 const std::vector<int64_t>& logical_strides) {
+  unpack_as(Keep::kOnce, L, packed, packed_size, logical, logical_strides);
+}
+
+}  // namespace detail
 
 constexpr int64_t kWatchSlabBytes = 32 * 1024;  // pack_checked: see there
 
@@ -125,22 +177,7 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
 
 void unpack(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
             const std::vector<int64_t>& logical_strides) {
-  check_args(L, logical_strides, packed_size);
-  if (const auto peel = detail::cached_peel(L)) {
-    unpack(peel->head, packed, peel->tail_offset, logical, logical_strides);
-    unpack(peel->tail, packed + peel->tail_offset, packed_size - peel->tail_offset,
-           logical + peel->tail_start * logical_strides[peel->dim], logical_strides);
-    return;
-  }
-  const Plan& plan = cached_plan(L, logical_strides, false);
-  switch (plan.strategy->runs) {
-    case Strategy::Runs::kExtended:
-      return detail::unpack_extended(L, packed, packed_size, logical, logical_strides);
-    case Strategy::Runs::kReference:
-      return detail::run_reference_unpack(L, packed, logical, logical_strides);
-    case Strategy::Runs::kWalk:
-      return detail::run_walk(plan, nullptr, logical, packed, nullptr);
-  }
+  unpack_as(Keep::kCached, L, packed, packed_size, logical, logical_strides);
 }
 
 void pack_many(const std::vector<PackJob>& jobs) {

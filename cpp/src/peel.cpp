@@ -12,7 +12,8 @@ namespace detail {
 
 namespace {
 
-// The one check every pack and unpack makes: cheap, so only layouts that peel reach the cache.
+// The one check every pack and unpack makes: cheap, so only layouts that may peel reach the cache
+// (where the rebuild is refused, the cache keeps that answer).
 bool may_peel(const BlockedLayout& L) {
   if (!L.ragged() || L.axes().empty() || L.axes()[0].level != 0) return false;
   const DimSpec& d = L.dims()[L.axes()[0].dim];

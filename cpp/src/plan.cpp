@@ -189,7 +189,7 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
 }
 
 // A compiler or a runtime packs the same layer shapes again and again, and for a small tensor
-// planning costs as much as moving its bytes.
+// planning is a large share of the call.
 const Plan& cached_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
                         const char* pad) {
   struct Entry {

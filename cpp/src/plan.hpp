@@ -1,7 +1,7 @@
 // The plan of one pack or unpack over a BlockedLayout: the loop nest left after the planning
-// passes, the strategy chosen from the ordered list (strategies.hpp) and its options. Built once
-// per call by make_plan, read-only while it runs (walker.hpp holds the running state), and
-// printable (describe) so that what runs can be tested and explained.
+// passes, the strategy chosen from the ordered list (strategies.hpp) and its options. Built by
+// make_plan (and kept per thread by cached_plan), read-only while it runs (walker.hpp holds the
+// running state), and printable (describe) so that what runs can be tested and explained.
 // Spec: docs/design.md §3.12 (the plan and the strategy list), §3.2 (the passes).
 #pragma once
 #include <cstdint>
@@ -95,7 +95,8 @@ struct Plan {
 };
 
 // The plan for packing (to_packed) or unpacking `L` against a logical tensor of these byte
-// strides; `pad` is one element (nullptr: zero). `L` must outlive the plan.
+// strides; `pad` is one element (nullptr: zero). `L` must outlive every use of the plan (a plan
+// cached_plan keeps holds its layout's address only until that layout's next call sets it again).
 Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
                const char* pad = nullptr);
 

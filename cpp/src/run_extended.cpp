@@ -77,14 +77,14 @@ void pack_extended(const BlockedLayout& L, const char* logical, const std::vecto
   std::unique_ptr<char[]> ext(new char[static_cast<size_t>(e.bytes)]);
   fill_pad(ext.get(), e.bytes, L.elem_bytes(), pad);
   run_walk(window_plan(e, logical_strides, true), logical, nullptr, nullptr, ext.get() + e.base);
-  pack(e.layout, ext.get(), e.strides, packed, packed_size, pad);
+  pack_once(e.layout, ext.get(), e.strides, packed, packed_size, pad);
 }
 
 void unpack_extended(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
                      const std::vector<int64_t>& logical_strides) {
   const Extended e = extend(L);
   std::unique_ptr<char[]> ext(new char[static_cast<size_t>(e.bytes)]);
-  unpack(e.layout, packed, packed_size, ext.get(), e.strides);
+  unpack_once(e.layout, packed, packed_size, ext.get(), e.strides);
   run_walk(window_plan(e, logical_strides, false), nullptr, logical, ext.get() + e.base, nullptr);
 }
 

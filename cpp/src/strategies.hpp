@@ -48,6 +48,13 @@ void run_transpose(Walker& w, int64_t loff, int64_t poff);
 void run_copy_rows(Walker& w, int64_t loff, int64_t poff);
 void run_copy_runs(Walker& w, int64_t loff, int64_t poff);
 
+// pack / unpack of a layout built for this call only (pack.cpp), planned without the per-thread
+// caches.
+void pack_once(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,
+               char* packed, int64_t packed_size, const char* pad);
+void unpack_once(const BlockedLayout& L, const char* packed, int64_t packed_size, char* logical,
+                 const std::vector<int64_t>& logical_strides);
+
 // The whole-layout runners: through a copy extended to whole blocks (run_extended.cpp), and the
 // per-element reference (run_reference.cpp, after the hole fill; pack.hpp's pack_reference).
 void pack_extended(const BlockedLayout& L, const char* logical, const std::vector<int64_t>& logical_strides,

@@ -226,15 +226,19 @@ namespace {
 // its few channels x taps) is one tall matrix once the matrices sit side by side. Gathered into
 // a scratch buffer a slice at a time, each slice is one call of a kernel of many rows, where the
 // matrices one by one take the small-matrix kernels (docs/design.md §3.3).
-bool gathers(int64_t src_stride, int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb) {
-  return eb == 1 && rows < 32 && count * rows >= 32 && cols >= 2 && src_stride == cols && dst_step == rows;
+constexpr int64_t kSliceBytes = 32 * 1024;  // a slice and its output stay in L2
+
+// Only where a slice holds two matrices or more, and the tall matrix's columns do not overlap.
+bool gathers(int64_t src_stride, int64_t dst_stride, int64_t dst_step, int64_t rows, int64_t cols, int64_t count,
+             int64_t eb) {
+  return eb == 1 && rows < 32 && count * rows >= 32 && cols >= 2 && 2 * rows * cols <= kSliceBytes &&
+         src_stride == cols && dst_step == rows && dst_stride >= count * rows;
 }
 
 void gather_batch(const char* src, int64_t src_step, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
                   int64_t count, KernelPath path) {
-  constexpr int64_t kSliceBytes = 32 * 1024;  // a slice and its output stay in L1 and L2
   const int64_t bytes = rows * cols;
-  const int64_t per = std::max<int64_t>(1, kSliceBytes / bytes);
+  const int64_t per = kSliceBytes / bytes;
   thread_local std::vector<char> scratch;
   if (static_cast<int64_t>(scratch.size()) < std::min(per, count) * bytes) {
     scratch.resize(static_cast<size_t>(std::min(per, count) * bytes));
@@ -251,7 +255,7 @@ void gather_batch(const char* src, int64_t src_step, char* dst, int64_t dst_stri
 bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                      int64_t dst_step, int64_t rows, int64_t cols, int64_t count, int64_t eb, const char* ahead,
                      int64_t ahead_bytes, KernelPath path, bool stream) {
-  if (!stream && gathers(src_stride, dst_step, rows, cols, count, eb)) {
+  if (!stream && gathers(src_stride, dst_stride, dst_step, rows, cols, count, eb)) {
     gather_batch(src, src_step, dst, dst_stride, rows, cols, count, path);
     return false;
   }

@@ -29,7 +29,7 @@ __all__ = ["NUMERIC_KINDS", "numeric_dtype", "check_disjoint", "gate"]
 NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 
 # NumPy's bounds test without the __array_function__ dispatch, which only serves other array
-# types: the inline gate calls it on two exact ndarrays, and the dispatch doubles its cost.
+# types: the inline gate calls it on two exact ndarrays, where the dispatch does nothing.
 _MAY_SHARE = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 
 

@@ -54,6 +54,11 @@ def describe(layout, shape, dtype, *, direction: str = "pack", pad_value=None) -
     fp16 INF/NaN check of ``pack_checked`` runs. Only the descriptor is built: the tensor is never
     allocated, read or written, so a shape of terabytes is described as fast as a small one.
 
+    A ragged layout whose short last block is peeled off (docs/design.md §3.13) is described as
+    the whole layout, and a last line starting ``peeled`` says so: the full blocks and the short
+    block then run as two layouts, with the strategies that line names and options (streaming,
+    threads) decided on each one's own size.
+
     Parameters
     ----------
     layout : Layout, str or BlockedLayout
@@ -95,8 +100,9 @@ def describe(layout, shape, dtype, *, direction: str = "pack", pad_value=None) -
 
 
 def strategy(layout, shape, dtype, *, direction: str = "pack", pad_value=None) -> str:
-    """The name of the strategy in :func:`describe`'s plan (one of :func:`strategies`).
-    Arguments and errors as for :func:`describe` (docs/design.md §3.12)."""
+    """The name of the strategy in :func:`describe`'s plan (one of :func:`strategies`); for a
+    peeled layout, the whole layout's (its parts' are on describe's ``peeled`` line). Arguments
+    and errors as for :func:`describe` (docs/design.md §3.12, 3.13)."""
     bound, to_packed, pad = _resolve(layout, shape, dtype, direction, pad_value)
     return _core.plan_strategy(bound._core, to_packed, pad)
 

@@ -186,7 +186,7 @@ class _DcPlan:
             _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)
         if self.tail:
             buf[self.meaningful:] = 0
-        # WeightSurfaces._with_weight, inline: a small layer's call is a few microseconds.
+        # WeightSurfaces._with_weight, inline: one call less for every small layer.
         result = _new(WeightSurfaces)
         d = result.__dict__
         d.update(self.fields)
