@@ -228,11 +228,13 @@ namespace {
 // matrices one by one take the small-matrix kernels (docs/design.md §3.3).
 constexpr int64_t kSliceBytes = 32 * 1024;  // a slice and its output stay in L2
 
-// Only where a slice holds two matrices or more, and the tall matrix's columns do not overlap.
+// Only where no batch kernel reads the rows once itself (16 rows of 9..16 taps: two matrices per
+// register), where a slice holds two matrices or more, and where the tall matrix's columns do not
+// overlap.
 bool gathers(int64_t src_stride, int64_t dst_stride, int64_t dst_step, int64_t rows, int64_t cols, int64_t count,
              int64_t eb) {
   return eb == 1 && rows < 32 && count * rows >= 32 && cols >= 2 && 2 * rows * cols <= kSliceBytes &&
-         src_stride == cols && dst_step == rows && dst_stride >= count * rows;
+         src_stride == cols && dst_step == rows && dst_stride >= count * rows && !batch_reads_rows_once_u8(rows, cols);
 }
 
 void gather_batch(const char* src, int64_t src_step, char* dst, int64_t dst_stride, int64_t rows, int64_t cols,
