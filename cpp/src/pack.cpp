@@ -44,8 +44,8 @@ void pack_as(Keep keep, const BlockedLayout& L, const char* logical, const std::
     return;
   }
   Plan once;
-  const Plan& plan =
-      keep == Keep::kCached ? cached_plan(L, logical_strides, true, pad) : (once = make_plan(L, logical_strides, true, pad));
+  const Plan& plan = keep == Keep::kCached ? cached_plan(L, logical_strides, true, pad)
+                                           : (once = make_plan(L, logical_strides, true, pad));
   switch (plan.strategy->runs) {
     case Strategy::Runs::kExtended:
       return detail::pack_extended(L, logical, logical_strides, packed, packed_size, pad);

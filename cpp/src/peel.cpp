@@ -21,16 +21,6 @@ bool may_peel(const BlockedLayout& L) {
          d.extent > d.tiles[0] && d.extent % d.tiles[0] != 0;
 }
 
-std::vector<int64_t> c_strides(const BlockedLayout& L) {
-  std::vector<int64_t> strides(L.dims().size());
-  int64_t bytes = L.elem_bytes();
-  for (size_t i = strides.size(); i-- > 0;) {
-    strides[i] = bytes;
-    bytes *= L.dims()[i].extent;
-  }
-  return strides;
-}
-
 std::shared_ptr<const Peel> make_peel(const BlockedLayout& L) {
   const auto& axes = L.axes();
   const int dim = axes[0].dim;
@@ -68,7 +58,8 @@ std::shared_ptr<const Peel> make_peel(const BlockedLayout& L) {
     }
     // Taken only where the block's loops then merge (the head's plan has fewer loops): elsewhere
     // the second layout would only add a call.
-    if (make_plan(peel->head, c_strides(peel->head), true).loops.size() >= make_plan(L, c_strides(L), true).loops.size()) {
+    const size_t head_loops = make_plan(peel->head, c_strides(peel->head), true).loops.size();
+    if (head_loops >= make_plan(L, c_strides(L), true).loops.size()) {
       return nullptr;
     }
     return peel;

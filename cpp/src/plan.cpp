@@ -188,6 +188,16 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
   return p;
 }
 
+std::vector<int64_t> c_strides(const BlockedLayout& L) {
+  std::vector<int64_t> strides(L.dims().size());
+  int64_t bytes = L.elem_bytes();
+  for (size_t i = strides.size(); i-- > 0;) {
+    strides[i] = bytes;
+    bytes *= L.dims()[i].extent;
+  }
+  return strides;
+}
+
 // A compiler or a runtime packs the same layer shapes again and again, and for a small tensor
 // planning is a large share of the call.
 const Plan& cached_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,

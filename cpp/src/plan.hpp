@@ -100,6 +100,9 @@ struct Plan {
 Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,
                const char* pad = nullptr);
 
+// The byte strides of a C-contiguous logical tensor of L's dims (describe plans against them).
+std::vector<int64_t> c_strides(const BlockedLayout& L);
+
 // make_plan's result, kept per thread for the next call with the same layout, strides,
 // direction, pad value and thread count. Valid until this thread's next cached_plan call.
 const Plan& cached_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strides, bool to_packed,

@@ -112,37 +112,23 @@ std::string Plan::describe() const {
 
 }  // namespace detail
 
-namespace {
-
-std::vector<int64_t> c_strides(const BlockedLayout& L) {
-  std::vector<int64_t> strides(L.dims().size());
-  int64_t bytes = L.elem_bytes();
-  for (size_t i = strides.size(); i-- > 0;) {
-    strides[i] = bytes;
-    bytes *= L.dims()[i].extent;
-  }
-  return strides;
-}
-
-}  // namespace
-
 std::string describe_plan(const BlockedLayout& L, bool to_packed, const char* pad) {
   if (to_packed == false) pad = nullptr;
-  std::string text = detail::make_plan(L, c_strides(L), to_packed, pad).describe();
+  std::string text = detail::make_plan(L, detail::c_strides(L), to_packed, pad).describe();
   if (const auto peel = detail::cached_peel(L)) {
     const auto& d = L.dims()[static_cast<size_t>(peel->dim)];
     const std::string name = d.name.empty() ? "dim" + std::to_string(peel->dim) : d.name;
     text += "peeled (docs/design.md §3.13): runs instead as " + name + "'s full blocks [0, " +
             std::to_string(peel->tail_start) + ") and its short block [" + std::to_string(peel->tail_start) + ", " +
             std::to_string(d.extent) + "), two layouts with plans of their own: strategies " +
-            detail::make_plan(peel->head, c_strides(peel->head), to_packed, pad).strategy->name + " and " +
-            detail::make_plan(peel->tail, c_strides(peel->tail), to_packed, pad).strategy->name + "\n";
+            detail::make_plan(peel->head, detail::c_strides(peel->head), to_packed, pad).strategy->name + " and " +
+            detail::make_plan(peel->tail, detail::c_strides(peel->tail), to_packed, pad).strategy->name + "\n";
   }
   return text;
 }
 
 std::string plan_strategy(const BlockedLayout& L, bool to_packed, const char* pad) {
-  return detail::make_plan(L, c_strides(L), to_packed, to_packed ? pad : nullptr).strategy->name;
+  return detail::make_plan(L, detail::c_strides(L), to_packed, to_packed ? pad : nullptr).strategy->name;
 }
 
 std::vector<std::string> plan_strategies() {
