@@ -20,8 +20,9 @@ PATHS = ["auto", "avx512", "avx2", "ssse3", "scalar"]
 GUARD = 48
 FILL = 0xA5
 # Sizes for a dimension the kernel takes a run-time count of (tile 0): around every tile edge of
-# the list's kernels (2..7 gathered columns, 9..16 narrow columns, 3..7 spread rows).
-COUNTS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 16, 17, 20, 33]
+# the list's kernels (2..7 gathered columns, 9..16 narrow columns, 3..7 spread rows, 9 and 25
+# taps).
+COUNTS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 16, 17, 20, 24, 25, 26, 33]
 
 
 def _edges(tile):
@@ -120,15 +121,15 @@ def test_streamed_kernels_against_numpy():
             assert got in (0, 1)
     expected = {n for n in ("transpose_x8_32x16_avx2", "transpose_x8_32x8_avx2", "transpose_x8_16x32_avx2",
                             "transpose_x16_16x8_avx2", "transpose-finite_x16_16x8_avx2", "transpose_x8_16x8_sse2",
-                            "transpose_x16_8x8_sse2", "transpose_x16_32x9_avx512vbmi",
-                            "transpose-finite_x16_32x9_avx512vbmi", "transpose_x32_4x4_sse2")
+                            "transpose_x16_8x8_sse2", "transpose_x16_32xn_avx512vbmi",
+                            "transpose-finite_x16_32xn_avx512vbmi", "transpose_x32_4x4_sse2")
                 if any(k["name"] == n for k in RUNS)}
     assert streamed == expected
 
 
-# name -> (row counts, column count) of the kernels that stream whole-line columns.
-WHOLE_LINES = {"transpose_x8_64x9_avx512vbmi": ((64, 128), 9), "transpose_x16_32x9_avx512vbmi": ((32, 64), 9),
-               "transpose-finite_x16_32x9_avx512vbmi": ((32, 64), 9), "transpose_x32_4x4_sse2": ((16,), 18)}
+# name -> (row counts, column counts) of the kernels that stream whole-line columns.
+WHOLE_LINES = {"transpose_x8_64xn_avx512vbmi": ((64, 128), (9, 25)), "transpose_x16_32xn_avx512vbmi": ((32, 64), (9, 25)),
+               "transpose-finite_x16_32xn_avx512vbmi": ((32, 64), (9, 25)), "transpose_x32_4x4_sse2": ((16,), (18,))}
 WHOLE_LINE_RUNS = [k for k in RUNS if k["name"] in WHOLE_LINES]
 
 
@@ -140,7 +141,12 @@ def test_whole_line_kernels_stream_batches_of_line_aligned_columns(k):
     line, and refuse it streamed otherwise (a misaligned destination, a stride or step that is
     not a multiple of 64, a row count that leaves a partial line); they still take all of these
     unstreamed."""
-    counts, cols = WHOLE_LINES[k["name"]]
+    counts, widths = WHOLE_LINES[k["name"]]
+    for cols in widths:
+        _whole_lines_case(k, counts, cols)
+
+
+def _whole_lines_case(k, counts, cols):
     for rows in counts:
         for count in (1, 3):
             assert _run(k, rows, cols, count, dst_stride=4096, dst_step=rows * k["elem"], stream=True, shift=0), \

@@ -614,14 +614,15 @@ def test_dc_weights_past_8_mib_stream_whole_lines_where_aligned(precision, taps,
             assert np.array_equal(pack_weights(bad, out=out).weight, exp_bad)
 
 
-def test_3x3_weights_plan_streams_whole_lines_with_the_avx512_kernels():
-    """The plan of 3x3 weights past 8 MiB streams in its batch calls where the AVX-512 rotation
-    kernels run; with the AVX2 ones (no streamed form) it stores plainly."""
+def test_3x3_and_5x5_weights_plans_stream_whole_lines_with_the_avx512_kernels():
+    """The plan of 3x3 and 5x5 weights past 8 MiB streams in its batch calls where the AVX-512
+    rotation kernels run; with the AVX2 ones (no streamed form) it stores plainly."""
     from npupack import plan
 
-    vbmi = any(k["name"] == "transpose_x8_64x9_avx512vbmi" and k["runs"] for k in npupack._core.kernel_list())
+    vbmi = any(k["name"] == "transpose_x8_64xn_avx512vbmi" and k["runs"] for k in npupack._core.kernel_list())
     for precision, shape in (("int8", (500, 2040, 3, 3)), ("fp16", (500, 1020, 3, 3)),
-                             ("int8", (1000, 2040, 3, 3))):
+                             ("int8", (1000, 2040, 3, 3)), ("int8", (500, 1000, 5, 5)), ("fp16", (400, 500, 5, 5)),
+                             ("int16", (400, 500, 5, 5))):
         text = plan.describe(npupack.nvdla.dc_layout(shape, precision), shape, DTYPE[precision])
         want = "streaming stores: yes, in whole 64-byte lines where the output is line-aligned" \
             if vbmi else "streaming stores: no"
@@ -629,6 +630,20 @@ def test_3x3_weights_plan_streams_whole_lines_with_the_avx512_kernels():
         small = (400, 2040, 3, 3) if precision == "int8" else (400, 1020, 3, 3)  # under 8 MiB: plain stores
         assert "streaming stores: no" in plan.describe(npupack.nvdla.dc_layout(small, precision), small,
                                                        DTYPE[precision])
+
+
+@pytest.mark.parametrize("shape, prefetched", [((64, 1024, 5, 5), True), ((64, 2048, 5, 5), False),
+                                               ((64, 4096, 3, 3), True), ((64, 8192, 3, 3), False),
+                                               ((64, 65536, 1, 1), True)])
+def test_dc_plan_prefetches_the_next_kernel_group_only_where_two_stay_in_l2(shape, prefetched):
+    """A kernel group's slab (32 kernels x C x R x S bytes, int8) of up to 1.5 MiB is prefetched
+    while the one before it is packed; a larger one of the batched transposes is not (the kernels
+    prefetch each kernel's next channel block instead, docs/design.md §3.8). The row copies of
+    1x1 weights keep it at any size."""
+    from npupack import plan
+
+    text = plan.describe(npupack.nvdla.dc_layout(shape, "int8"), shape, np.int8)
+    assert f"prefetch of the next outer slab: {'yes' if prefetched else 'no'}" in text, text
 
 
 @pytest.mark.parametrize("shape", [(33, 6, 3, 3), (77, 6, 3, 3), (100, 64, 1, 1), (1000, 3, 5, 5), (45, 100, 3, 3),

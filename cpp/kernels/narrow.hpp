@@ -166,17 +166,19 @@ __attribute__((always_inline)) inline void over_batch(RowReader in, DC col, cons
   }
 }
 
-// One stage of the 3x3 rotation kernels (avx2 and avx512 run_taps9): a rotation of the nine
-// registers w[0..8] by `Shift` at the positions that Blend selects (blend(a, b) takes those
+// One stage of the rotation kernels (avx2 run_taps9, avx512 run_taps): a rotation of the N
+// registers w[0..N-1] by `Shift` at the positions that Blend selects (blend(a, b) takes those
 // positions of b; it writes its result through `out`, and the blend, which may hold a mask
 // register, comes by reference, so that no vector is passed or returned by value in this
 // function, which is compiled for every instruction set): w[v] takes them from w[v - Shift].
 // Register type and blend come from the instruction set that inlines it.
-template <int Shift, class R, class Blend>
-__attribute__((always_inline)) inline void rotate9(R w[9], const Blend& blend) {
-  R n[9];
-  for (int v = 0; v < 9; ++v) blend(n[v], w[v], w[(v + 9 - Shift) % 9]);
-  for (int v = 0; v < 9; ++v) w[v] = n[v];
+template <int N, int Shift, class R, class Blend>
+__attribute__((always_inline)) inline void rotate(R w[N], const Blend& blend) {
+  R n[N];
+#pragma GCC unroll 32
+  for (int v = 0; v < N; ++v) blend(n[v], w[v], w[(v + N - Shift) % N]);
+#pragma GCC unroll 32
+  for (int v = 0; v < N; ++v) w[v] = n[v];
 }
 
 namespace sse2 {

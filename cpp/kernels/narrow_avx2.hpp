@@ -121,7 +121,7 @@ NPUPACK_FLAT void run(const RowReader& in, DC col, const Batch& batch) {
 // (16-bit) or eighteen (8-bit) shuffles per block, where the row-pair network it replaced made
 // 16 or 32 unaligned loads and 23 or 35 shuffles.
 //
-// The rotation stages are narrow::rotate9, with the blends below.
+// The rotation stages are narrow::rotate<9, Shift>, with the blends below.
 template <int Imm>
 struct Words {  // 16-bit positions by an immediate mask (the same in both lanes)
   void operator()(V::reg& out, const V::reg& a, const V::reg& b) const { out = _mm256_blend_epi16(a, b, Imm); }
@@ -203,10 +203,10 @@ NPUPACK_AI void block_u8_taps9(const char* s0, const char* s1, DCur d) {
     const int q = 4 * (v + 1) % 9;  // v = 16q - 1 = 7q - 1 (mod 9); 4 = 7^-1 (mod 9)
     w[v] = _mm256_shuffle_epi8(chunk(s0, s1, q), pre);
   }
-  rotate9<1>(w, Words<0x55>());  // amounts 1, 3, 5, 7: words 0, 2, 4, 6
-  rotate9<2>(w, Words<0x66>());  // 2, 3, 6, 7: words 1, 2, 5, 6
-  rotate9<4>(w, Words<0x78>());  // 4..7: words 3..6
-  rotate9<8>(w, Bytes{load_control(kTaps9Bytes.bit3)});  // 8: byte 14
+  rotate<9, 1>(w, Words<0x55>());  // amounts 1, 3, 5, 7: words 0, 2, 4, 6
+  rotate<9, 2>(w, Words<0x66>());  // 2, 3, 6, 7: words 1, 2, 5, 6
+  rotate<9, 4>(w, Words<0x78>());  // 4..7: words 3..6
+  rotate<9, 8>(w, Bytes{load_control(kTaps9Bytes.bit3)});  // 8: byte 14
   store_columns(w, kTaps9Bytes.post, d);
 }
 
@@ -233,9 +233,9 @@ NPUPACK_AI void block_u16_taps9(const char* s, DCur d, V::reg* largest = nullptr
     w[v] = chunk(s, s + 144, q);
     if (largest) *largest = watch_halves(*largest, w[v]);
   }
-  rotate9<1>(w, Words<0xAA>());  // amounts 1, 3, 5, 7
-  rotate9<2>(w, Words<0xCC>());  // 2, 3, 6, 7
-  rotate9<4>(w, Words<0xF0>());  // 4..7
+  rotate<9, 1>(w, Words<0xAA>());  // amounts 1, 3, 5, 7
+  rotate<9, 2>(w, Words<0xCC>());  // 2, 3, 6, 7
+  rotate<9, 4>(w, Words<0xF0>());  // 4..7
   store_columns(w, kTaps9Halves.post, d);
 }
 
