@@ -343,6 +343,31 @@ def test_fp16_checked_pack_rejects_strided_bits():
         layout._pack_finite_fp16_into(bits, np.zeros(layout.nbytes, np.uint8))
 
 
+@pytest.mark.parametrize("shape", [(48, 131, 1, 1), (48, 141, 1, 1), (40, 72, 1, 1), (64, 1000, 1, 1)])
+def test_fp16_1x1_short_channel_block_is_tested_as_it_is_copied(shape):
+    """1x1 fp16 weights whose last channel block is short (3, 13, 8 or 40 channels: rows of 6,
+    26, 16 and 80 bytes) are copied row by row with the INF/NaN test riding on the copy, also in
+    those rows: the bytes are docs/nvdla.md §6.1's, the largest finite half passes, and an INF
+    (saturated) or NaN (refused) in the short block, a full block, the first and the last kernel
+    group is found."""
+    rng = np.random.default_rng(shape[1])
+    w = (rng.standard_normal(shape) * 100).astype(np.float16)
+    w[-1, -1, 0, 0] = np.float16(65504)
+    w[0, -1, 0, 0] = np.float16(-65504)
+    expected = ref.pack_dc_vectorised(w, kpg=16, cb=64, tail=128)
+    for _ in range(2):
+        assert np.array_equal(pack_weights(w).weight, expected)
+    for where in ((0, shape[1] - 1), (shape[0] - 1, shape[1] - 1), (shape[0] // 2, shape[1] - 2), (17, 0)):
+        inf = w.copy()
+        inf[where + (0, 0)] = -np.inf
+        clipped = inf.copy()
+        clipped[where + (0, 0)] = -65504
+        assert np.array_equal(pack_weights(inf).weight, ref.pack_dc_vectorised(clipped, kpg=16, cb=64, tail=128)), where
+        inf[where + (0, 0)] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            pack_weights(inf)
+
+
 def test_out_buffer():
     w = np.arange(24, dtype=np.int8).reshape(2, 3, 2, 2)
     out = np.full(200, 0xEE, np.uint8)

@@ -4,6 +4,7 @@
 // and any kernel that moves whole rows.
 // Spec: docs/design.md §3.8 (memory traffic), §3.9 (fp16 checks during packing).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -76,22 +77,38 @@ typedef int16_t Halves32 __attribute__((vector_size(32)));
 template <class Vec, int64_t N, bool Stream = false>
 __attribute__((always_inline)) inline bool copy_rows_max16(const char* src, int64_t sstep, char* dst,
                                                            int64_t dstep, int64_t n, int64_t row, Ahead ahead) {
+  constexpr int64_t kV = static_cast<int64_t>(sizeof(Vec));
   if (N > 0) row = N;
   const Vec mag = Vec{} + 0x7FFF;
   Vec top{};
+  int16_t top1 = 0;  // rows shorter than a vector, half by half
+  const auto move = [&](const char* s, char* d) {
+    Vec v;
+    std::memcpy(&v, s, sizeof v);
+    if constexpr (Stream) stream_row<sizeof(Vec)>(d, reinterpret_cast<const char*>(&v));
+    else std::memcpy(d, &v, sizeof v);
+    const Vec m = v & mag;
+    top = top > m ? top : m;
+  };
   for (int64_t i = 0; i < n; ++i) {
     ahead.step();
     const char* s = src + i * sstep;
     char* d = dst + i * dstep;
-#pragma GCC unroll 8
-    for (int64_t b = 0; b < row; b += static_cast<int64_t>(sizeof(Vec))) {
-      Vec v;
-      std::memcpy(&v, s + b, sizeof v);
-      if constexpr (Stream) stream_row<sizeof(Vec)>(d + b, reinterpret_cast<const char*>(&v));
-      else std::memcpy(d + b, &v, sizeof v);
-      const Vec m = v & mag;
-      top = top > m ? top : m;
+    if (N == 0 && row < kV) {
+      for (int64_t b = 0; b + 2 <= row; b += 2) {
+        int16_t h;
+        std::memcpy(&h, s + b, 2);
+        std::memcpy(d + b, &h, 2);
+        top1 = std::max<int16_t>(top1, static_cast<int16_t>(h & 0x7FFF));
+      }
+      continue;
     }
+    int64_t b = 0;
+#pragma GCC unroll 8
+    for (; b + kV <= row; b += kV) move(s + b, d + b);
+    // A row that is not a whole number of vectors (a short last channel block): its last vector
+    // overlaps the one before and moves some halves twice, the same values.
+    if (N == 0 && b < row) move(s + row - kV, d + row - kV);
   }
   // Any lane over the largest finite magnitude (0x7BFF), reduced through 64-bit words.
   const Vec over = top > (Vec{} + 0x7BFF);
@@ -99,7 +116,7 @@ __attribute__((always_inline)) inline bool copy_rows_max16(const char* src, int6
   std::memcpy(words, &over, sizeof words);
   uint64_t any = 0;
   for (uint64_t w : words) any |= w;
-  return any == 0;
+  return any == 0 && top1 <= 0x7BFF;
 }
 #if defined(__x86_64__) || defined(__i386__)
 template <int64_t N, bool Stream>
@@ -108,11 +125,11 @@ __attribute__((target("avx2"))) bool copy_rows_finite16_avx2(const char* src, in
   return copy_rows_max16<Halves32, N, Stream>(src, sstep, dst, dstep, n, N, ahead);
 }
 #endif
-// copy_rows_ahead for rows of `row` bytes (a multiple of 16) of 16-bit elements, returning
-// whether every element moved is finite as binary16 (kFp16NonFinite): the test rides on
-// the copy's loads instead of a second pass over the slab. N > 0: rows of exactly N bytes
-// (channel blocks of 64 or 128 bytes), unrolled, with 32-byte moves where the CPU has AVX2;
-// 0: any multiple of 16. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
+// copy_rows_ahead for rows of `row` bytes (even) of 16-bit elements, returning whether every
+// element moved is finite as binary16 (kFp16NonFinite): the test rides on the copy's loads
+// instead of a second pass over the slab. N > 0: rows of exactly N bytes (channel blocks of 64
+// or 128 bytes), unrolled, with 32-byte moves where the CPU has AVX2; 0: any even size (a short
+// last channel block), 16 bytes at a time. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
 // so the loop keeps only the largest magnitude per lane and compares once at the end (and + max
 // per vector instead of and + compare + or), which makes the test almost free next to the copy.
 // Stream: rows that are whole lines of a line-aligned output (N 64 or 128), non-temporal stores.

@@ -55,7 +55,7 @@ void run_copy_rows(Walker& w, int64_t loff, int64_t poff) {
       std::memset(d, 0, static_cast<size_t>((m - 1) * psx) + (i + m < nx ? static_cast<size_t>(psx) : row));
       copy_rows(lin + loff + i * x.lstep, x.lstep, d, psx, m, row);
     }
-  } else if (w.watch && row % 16 == 0) {
+  } else if (w.watch) {
     const Ahead ahead = w.pf_hi > w.pf_lo ? w.take_ahead(nx) : Ahead();
     const auto copy = lines ? (row == 64 ? copy_rows_finite16<64, true> : copy_rows_finite16<128, true>)
                       : row == 64  ? copy_rows_finite16<64>
