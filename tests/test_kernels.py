@@ -135,9 +135,9 @@ WHOLE_LINE_RUNS = [k for k in RUNS if k["name"] in WHOLE_LINES]
 
 @pytest.mark.parametrize("k", WHOLE_LINE_RUNS, ids=[k["name"] for k in WHOLE_LINE_RUNS])
 def test_whole_line_kernels_stream_batches_of_line_aligned_columns(k):
-    """The kernels that write each column of a block as whole 64-byte lines (3x3 rotation: DC
-    weights' 9 columns of one channel block per kernel; 4x4 of 4-byte elements: 16 rows) stream
-    a batch (columns 2048 bytes apart, matrices 64 bytes apart) where every column starts a
+    """The kernels that write each column of a block as whole 64-byte lines (tap rotation: DC
+    weights' 9 or 25 columns of one channel block per kernel; 4x4 of 4-byte elements: 16 rows)
+    stream a batch (columns 2048 bytes apart, matrices 64 bytes apart) where every column starts a
     line, and refuse it streamed otherwise (a misaligned destination, a stride or step that is
     not a multiple of 64, a row count that leaves a partial line); they still take all of these
     unstreamed."""

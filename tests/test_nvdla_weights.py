@@ -357,6 +357,19 @@ def test_fp16_1x1_short_channel_block_is_tested_as_it_is_copied(shape):
     expected = ref.pack_dc_vectorised(w, kpg=16, cb=64, tail=128)
     for _ in range(2):
         assert np.array_equal(pack_weights(w).weight, expected)
+    # The checked pack itself: the largest finite halves pass, each INF / NaN is seen (the Python
+    # fallback would give the same bytes either way).
+    from npupack.nvdla.surfaces import _dc_layout
+
+    layout = _dc_layout(shape, "fp16", NV_FULL)
+    buf = np.empty(layout.nbytes, np.uint8)
+    assert layout._pack_finite_fp16_into(w.view(np.uint16), buf)
+    assert np.array_equal(buf, expected[:layout.nbytes])
+    for where in ((0, shape[1] - 1), (shape[0] - 1, shape[1] - 1), (shape[0] // 2, shape[1] - 2), (17, 0)):
+        for bad in (np.inf, -np.inf, np.nan):
+            b = w.copy()
+            b[where + (0, 0)] = bad
+            assert not layout._pack_finite_fp16_into(b.view(np.uint16), buf), (where, bad)
     for where in ((0, shape[1] - 1), (shape[0] - 1, shape[1] - 1), (shape[0] // 2, shape[1] - 2), (17, 0)):
         inf = w.copy()
         inf[where + (0, 0)] = -np.inf
@@ -657,17 +670,18 @@ def test_3x3_and_5x5_weights_plans_stream_whole_lines_with_the_avx512_kernels():
                                                        DTYPE[precision])
 
 
-@pytest.mark.parametrize("shape, prefetched", [((64, 1024, 5, 5), True), ((64, 2048, 5, 5), False),
-                                               ((64, 4096, 3, 3), True), ((64, 8192, 3, 3), False),
-                                               ((64, 65536, 1, 1), True)])
-def test_dc_plan_prefetches_the_next_kernel_group_only_where_two_stay_in_l2(shape, prefetched):
-    """A kernel group's slab (32 kernels x C x R x S bytes, int8) of up to 1.5 MiB is prefetched
-    while the one before it is packed; a larger one of the batched transposes is not (the kernels
-    prefetch each kernel's next channel block instead, docs/design.md §3.8). The row copies of
-    1x1 weights keep it at any size."""
+@pytest.mark.parametrize("precision, shape, prefetched", [
+    ("int8", (64, 1024, 5, 5), True), ("int8", (64, 2048, 5, 5), False), ("int8", (64, 4096, 3, 3), True),
+    ("int8", (64, 8192, 3, 3), False), ("int8", (64, 65536, 1, 1), True),
+    ("fp16", (32, 1024, 5, 5), True), ("fp16", (32, 2048, 5, 5), False)])
+def test_dc_plan_prefetches_the_next_kernel_group_only_up_to_a_slab_size(precision, shape, prefetched):
+    """A kernel group's slab (32 int8 or 16 fp16 kernels x C x R x S elements; fp16 (32,2048,5,5):
+    1.6 MB in 0.8 M elements) of up to 1.5 MiB is prefetched while the one before it is packed; a
+    larger one of the batched transposes is not (the kernels prefetch each kernel's next channel
+    block instead, docs/design.md §3.8). The row copies of 1x1 weights keep it at any size."""
     from npupack import plan
 
-    text = plan.describe(npupack.nvdla.dc_layout(shape, "int8"), shape, np.int8)
+    text = plan.describe(npupack.nvdla.dc_layout(shape, precision), shape, DTYPE[precision])
     assert f"prefetch of the next outer slab: {'yes' if prefetched else 'no'}" in text, text
 
 

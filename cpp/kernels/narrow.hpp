@@ -1,5 +1,6 @@
 // Narrow transposes (internal to the transpose kernels of cpp/kernels): source rows of 9..16 columns, the shape of every
-// 3x3 kernel (9 taps per channel) in NVDLA DC weights and clDNN's os_is_yx_* weight formats.
+// 3x3 kernel (9 taps per channel) in NVDLA DC weights and clDNN's os_is_yx_* weight formats; and
+// the rotation stage (rotate<N>) of the tap rotation kernels, 9 or 25 taps.
 //
 // The generic kernel covers 9 columns with two overlapping 8-column blocks, which does the work of
 // 16 columns. Here each row is read whole (16 bytes; 32 for 16-bit elements) and one full

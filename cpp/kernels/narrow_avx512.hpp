@@ -11,18 +11,18 @@ namespace narrow {
 namespace avx512 {
 // The rotation kernel (avx2::run_taps9) on 512-bit registers, for matrices of 64 rows of bytes or
 // 32 rows of halves whose N columns (taps) are back to back: NVDLA DC weights of 3x3 (N = 9) and
-// 5x5 (N = 25) kernels, one 64-byte channel block per matrix. A block is N 64-byte chunks of
+// 5x5 (N = 25) kernels, one channel block of 64 channels per matrix (of halves: two blocks of 32
+// rows). A block is N 64-byte chunks of
 // E = 64 / EB elements; E is a power of two, so for odd N chunk q -> register v = E * q (mod N)
 // is one to one, and element p of register v belongs to column (v + p) % N. A rotation by p % N
-// (log2 N stages, each one mask blend per register: vpblendmb / vpblendmw, any position) gathers
+// (ceil(log2 N) stages, each one mask blend per register: vpblendmb / vpblendmw, any position) gathers
 // every column in one register, and one full permute per column (vpermb / vpermw: across the
 // whole register, no lanes) puts its rows in order. The whole column is one 64-byte store, so
 // every line of the output is written at once, and a streamed destination (64-byte aligned
 // columns; common.hpp whole_lines) takes one non-temporal store per line. N = 9 per 576 bytes:
 // 9 loads, 36 blends, 9 permutes, 9 stores, where the AVX2 kernel (two 288-byte blocks) needs
 // 36 loads, 18 lane blends, 36 (bytes) or 18 (halves) shuffles, 72 or 54 blends and 18 stores.
-// N = 25 holds 25 of the 32 registers; the 32x16 AVX2 block kernel that 5x5 taps took before
-// moves each 64x25 matrix as four overlapping blocks in half-line stores.
+// N = 25 holds 25 of the 32 registers.
 
 // Stage s of the rotation: the positions (of `n`) whose amount p % N has bit s.
 constexpr uint64_t stage_mask(int taps, int n, int s) {

@@ -185,10 +185,10 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
   if (p.stream_lines && !p.transpose && (std::strcmp(p.strategy->name, "copy_rows") != 0 || p.row_gaps)) {
     p.stream = p.stream_lines = false;
   }
-  // A batched transpose's kernels otherwise prefetch each matrix's successor (the same kernels'
-  // next channel block), which a slab too large to stay in L2 with the one being packed would
-  // only evict.
-  if (p.prefetch_slabs && std::strcmp(p.strategy->name, "batch_pairs") == 0 && p.loops[0].lstep > kPrefetchSlabBytes) {
+  // Without the slab prefetch, the rotation kernels of a batched transpose prefetch each
+  // matrix's successor (the same kernel's next channel block) instead.
+  if (p.prefetch_slabs && std::strcmp(p.strategy->name, "batch_pairs") == 0 &&
+      p.loops[0].lstep > kPrefetchSlabBytes) {
     p.prefetch_slabs = false;
   }
   return p;

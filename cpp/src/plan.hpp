@@ -26,8 +26,9 @@ inline constexpr int64_t kShortRowBytes = 16;                // row group: rows 
 inline constexpr int64_t kRowGroupBytes = 64;                // row group: the rows it aims for
 inline constexpr int64_t kRowsAhead = 256;                   // row copies: prefetch distance in a strided row
 inline constexpr int64_t kTileBytes = 256 * 1024;            // tiled_nest: packed bytes of one x tile
-// batch_pairs: the next outer slab is prefetched while this one is packed only where both stay in
-// L2 together; a larger one would be evicted before it is read, and read twice.
+// batch_pairs: the next outer slab is prefetched, spread over the packing of this one, only up to
+// this size (measured, docs/performance.md §6): of a larger one, the lines asked for first are
+// evicted again before they are read, and the slab is read twice.
 inline constexpr int64_t kPrefetchSlabBytes = 1536 * 1024;
 // tile_blocks (both ways of building a tile) and the row-gap chunks of copy_rows: a tile that
 // stays in L1 while it is built and copied out.

@@ -129,7 +129,8 @@ __attribute__((target("avx2"))) bool copy_rows_finite16_avx2(const char* src, in
 // element moved is finite as binary16 (kFp16NonFinite): the test rides on the copy's loads
 // instead of a second pass over the slab. N > 0: rows of exactly N bytes (channel blocks of 64
 // or 128 bytes), unrolled, with 32-byte moves where the CPU has AVX2; 0: any even size (a short
-// last channel block), 16 bytes at a time. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
+// last channel block), 16 bytes at a time, the last 16 overlapping; rows under 16 bytes half by
+// half, as a 16-byte load would read past them. An exponent of all ones is a magnitude (h & 0x7FFF) of 0x7C00 or more,
 // so the loop keeps only the largest magnitude per lane and compares once at the end (and + max
 // per vector instead of and + compare + or), which makes the test almost free next to the copy.
 // Stream: rows that are whole lines of a line-aligned output (N 64 or 128), non-temporal stores.

@@ -72,7 +72,7 @@ bool run_batch_pairs(Walker& w, size_t li, int64_t loff, int64_t poff) {
     transpose_stream_batch(lin + loff, in.lstep, b.lstep, pout + poff, psx, psb, rin.n(), rx.n(), nb, eb);
   } else if (P.to_packed) {
     const char* ahead = w.pf_hi > w.pf_lo ? lin + w.pf_lo : nullptr;
-    // fp16 into the packed side (watch_fp16): the 3x3 kernel tests what it moves. stream_lines:
+    // fp16 into the packed side (watch_fp16): the tap rotation kernels test what they move. stream_lines:
     // streamed in the batch call where this output's columns are whole lines.
     if (w.watch && w.record_watch(transpose_batch_finite16(lin + loff, in.lstep, b.lstep, pout + poff, psx, psb,
                                                            rin.n(), rx.n(), nb, ahead, w.pf_hi - w.pf_lo,

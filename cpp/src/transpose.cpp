@@ -72,7 +72,7 @@ bool run_staged(const TransposeArgs& a, int64_t eb, Run run) {
 
 // The kernel that moves `a` plainly where it also takes `a` streamed, with a.stream set; else
 // null, a.stream cleared. A streamed batch is one call of the kernel that would move it anyway
-// (the 3x3 rotation kernels, whose stores are whole lines: common.hpp whole_lines); another
+// (the tap rotation kernels, whose stores are whole lines: common.hpp whole_lines); another
 // kernel that takes it streamed would be a slower one.
 const kernels::KernelInfo* streamed_as_plain(Op op, int64_t eb, TransposeArgs& a, KernelPath path) {
   a.stream = false;
@@ -153,6 +153,14 @@ void transpose_stream_batch(const char* src, int64_t src_stride, int64_t src_ste
   }
 }
 
+namespace {
+// The tap rotation kernels of DC weights: the AVX2 ones of 9 columns, the AVX-512 ones of 9 or 25
+// (the only AVX-512 VBMI transposes with a run-time column count).
+bool rotates_taps(const kernels::KernelInfo& k) {
+  return k.tile_cols == 9 || (k.isa == kernels::Isa::kAvx512vbmi && k.tile_cols == 0);
+}
+}  // namespace
+
 Streaming transpose_streaming(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb) {
   // Stand-in pointers (line-aligned): the kernels' takes read strides, counts and alignment,
   // never memory.
@@ -163,7 +171,7 @@ Streaming transpose_streaming(int64_t src_stride, int64_t dst_stride, int64_t ro
   a.batch = true;
   if (streamed_as_plain(Op::kTranspose, eb, a, KernelPath::kAuto) != nullptr) return Streaming::kWholeLines;
   a = strided(probe, src_stride, probe, dst_stride, rows, cols);
-  if (kernels::select(Op::kTranspose, static_cast<int>(eb), a)->tile_cols == 9) return Streaming::kNo;
+  if (rotates_taps(*kernels::select(Op::kTranspose, static_cast<int>(eb), a))) return Streaming::kNo;
   a.stream = true;
   return kernels::select(Op::kTranspose, static_cast<int>(eb), a) != nullptr ? Streaming::kPerMatrix
                                                                               : Streaming::kNo;

@@ -48,8 +48,9 @@ bool transpose_batch(const char* src, int64_t src_stride, int64_t src_step, char
                      bool stream = false);
 
 // transpose_batch of 16-bit elements that also tests every half it moves for fp16 INF/NaN, as
-// transpose_finite16; only for the 3x3 rotation kernel (9 columns, rows back to back, 16 rows
-// or more, AVX2: fp16 DC weights of 3x3 kernels), -1 with nothing moved otherwise. `ahead` and
+// transpose_finite16; only for the tap rotation kernels (rows back to back: 9 columns and 16 rows
+// or more with AVX2, 9 or 25 columns and 32 rows or more with AVX-512 VBMI; fp16 DC weights of
+// 3x3 and 5x5 kernels), -1 with nothing moved otherwise. `ahead` and
 // `path` and `stream` as for transpose_batch.
 int transpose_batch_finite16(const char* src, int64_t src_stride, int64_t src_step, char* dst, int64_t dst_stride,
                              int64_t dst_step, int64_t rows, int64_t cols, int64_t count, const char* ahead = nullptr,
@@ -64,11 +65,12 @@ bool batch_reads_rows_once_u8(int64_t rows, int64_t cols);
 // destination columns dst_stride apart) into an output far larger than the caches uses streaming
 // stores on this CPU (docs/performance.md §6):
 // - kWholeLines: the kernel that moves them plainly streams them too, a batch in one call,
-//   where the columns are whole 64-byte lines (the AVX-512 3x3 rotation kernels of DC weights;
-//   transpose_batch with stream = true; the plan also takes it for a column group whose columns
-//   are 16 rows of 4 bytes, transpose_to_cols);
-// - kPerMatrix: a streaming kernel takes the shape and the plain kernel is not one of the 9-tap
-//   kernels of 3x3 weights, which beat the generic streaming kernels (transpose_stream_batch);
+//   where the columns are whole 64-byte lines (the AVX-512 tap rotation kernels of 3x3 and 5x5 DC
+//   weights; transpose_batch with stream = true; the plan also takes it for a column group whose
+//   columns are 16 rows of 4 bytes, transpose_to_cols);
+// - kPerMatrix: a streaming kernel takes the shape and the plain kernel is not one of the tap
+//   rotation kernels of 3x3 and 5x5 weights, which beat the generic streaming kernels
+//   (transpose_stream_batch);
 // - kNo: plain stores.
 enum class Streaming { kNo, kPerMatrix, kWholeLines };
 Streaming transpose_streaming(int64_t src_stride, int64_t dst_stride, int64_t rows, int64_t cols, int64_t eb);
