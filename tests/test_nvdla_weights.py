@@ -343,6 +343,20 @@ def test_fp16_checked_pack_rejects_strided_bits():
         layout._pack_finite_fp16_into(bits, np.zeros(layout.nbytes, np.uint8))
 
 
+def test_fp16_checked_pack_takes_float16_or_its_bits_only():
+    """float16 packs as its uint16 view does; other element types and a byte-swapped float16
+    are refused (the check reads native binary16 patterns)."""
+    from npupack.nvdla import dc_layout
+    layout = dc_layout((20, 70, 3, 3), "fp16")
+    w = (np.random.default_rng(3).standard_normal((20, 70, 3, 3)) * 10).astype(np.float16)
+    a, b = np.zeros(layout.nbytes, np.uint8), np.ones(layout.nbytes, np.uint8)
+    assert layout._pack_finite_fp16_into(w, a) and layout._pack_finite_fp16_into(w.view(np.uint16), b)
+    assert np.array_equal(a, b)
+    for bad in (w.astype(np.float32), w.view(np.int8), w.astype(">f2")):
+        with pytest.raises(TypeError, match="float16 or uint16"):
+            layout._pack_finite_fp16_into(bad, a)
+
+
 @pytest.mark.parametrize("shape", [(48, 131, 1, 1), (48, 141, 1, 1), (40, 72, 1, 1), (64, 1000, 1, 1)])
 def test_fp16_1x1_short_channel_block_is_tested_as_it_is_copied(shape):
     """1x1 fp16 weights whose last channel block is short (3, 13, 8 or 40 channels: rows of 6,

@@ -131,9 +131,14 @@ void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, cons
   else npupack::pack(L, a.src, a.strides, a.dst, a.size, p);
 }
 
-// Packs binary16 bit patterns (C-contiguous, aligned) with zero padding unless one is INF or NaN:
-// then returns false with `out` partly written (the caller takes its slow path).
-bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array_t<uint16_t, 0>& x, py::array out) {
+// Packs binary16 bit patterns (C-contiguous, aligned; float16 itself or its uint16 view) with zero
+// padding unless one is INF or NaN: then returns false with `out` partly written (the caller takes
+// its slow path). Taking float16 as it is spares the caller a view per call.
+bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array& x, py::array out) {
+  const py::dtype dt = x.dtype();
+  if (dt.itemsize() != 2 || (dt.kind() != 'f' && dt.kind() != 'u') || dt.byteorder() == '>') {
+    throw py::type_error("pack_finite_fp16: x must be float16 or uint16 (binary16 bit patterns) in native byte order");
+  }
   if (!(x.flags() & py::array::c_style) || reinterpret_cast<uintptr_t>(x.data()) % alignof(uint16_t) != 0) {
     throw LayoutError("pack_finite_fp16: x must be C-contiguous and aligned");
   }

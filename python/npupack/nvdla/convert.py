@@ -177,7 +177,7 @@ def _pack_if_finite_fp16(layout, x: np.ndarray, buf: np.ndarray) -> bool:
     ``buf`` partly written, when ``x`` is not a C-contiguous aligned float16 array or holds INF
     or NaN: the caller then converts (docs/nvdla.md §2.1, 14) and packs."""
     return (x.dtype == _F16 and x.flags.c_contiguous and x.flags.aligned
-            and layout._pack_finite_fp16_into(x.view(np.uint16), buf))
+            and layout._core.pack_finite_fp16(x, buf))
 
 
 _F16 = np.dtype(np.float16)
