@@ -32,8 +32,8 @@ class Walker {
   // fp16 INF/NaN test fused into packing (pack_checked): the row copies of rows contiguous on
   // both sides (1x1 DC weights: one 64-byte channel block per kernel), the 16-row transposes
   // (NVDLA fp16 feature data: 16 channels x H*W per surface) and the tap rotation kernels (3x3
-  // and 5x5 DC weights) test the halves they move, and count the bytes they tested, so that the caller
-  // knows whether a slab was covered whole.
+  // and 5x5 DC weights) test the halves they move, and count the bytes they tested, so that the
+  // caller knows whether a slab was covered whole.
   void watch_fp16(bool on) { watch = on && P.to_packed && P.eb == 2; }
   void clear_watch() { watched = 0; nonfinite = false; }
   int64_t watched_bytes() const { return watched; }

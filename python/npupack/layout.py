@@ -169,11 +169,11 @@ class BlockedLayout:
 
     def _pack_finite_fp16_into(self, bits: np.ndarray, buf: np.ndarray) -> bool:
         """Pack binary16 bit patterns ``bits`` (uint16 or float16, C-contiguous, shape
-        ``self.shape``) with zero padding into ``buf`` already validated by the caller, unless one of them is INF or
-        NaN: then return False, ``buf`` partly written. The check runs slab by slab just before
-        each slab is packed, where the layout allows (DC weights: per kernel group, prefetched
-        while the previous one is packed), so it reads from the caches instead of making a
-        separate pass over memory."""
+        ``self.shape``) with zero padding into ``buf`` already validated by the caller, unless one
+        of them is INF or NaN: then return False, ``buf`` partly written. The check runs slab by
+        slab just before each slab is packed, where the layout allows (DC weights: per kernel
+        group, prefetched while the previous one is packed), so it reads from the caches instead
+        of making a separate pass over memory."""
         return self._core.pack_finite_fp16(bits, buf)
 
     @gate("buf")
