@@ -356,9 +356,9 @@ def test_fp16_rounding_of_hard_values(rounding, saturate):
 
 
 def test_float16_weights_every_half_and_layout():
-    """float16 weights are read with F16C when their taps are back to back (8 converted at once,
-    the ninth on its own) and element by element otherwise: every finite half bit pattern
-    (subnormals, -0.0, the largest values) through both paths, against the reference."""
+    """float16 weights are read by the vector kernels when their taps are back to back and
+    element by element otherwise: every finite half bit pattern (subnormals, -0.0, the largest
+    values) through both paths, against the reference."""
     bits = np.arange(0x10000, dtype=np.uint32).astype(np.uint16)
     finite = bits[(bits & 0x7C00) != 0x7C00].view(np.float16)
     w = np.zeros(-(-finite.size // 72) * 72, np.float16)
@@ -369,3 +369,31 @@ def test_float16_weights_every_half_and_layout():
     strided = np.zeros(w.shape[:3] + (6,), np.float16)[..., ::2]  # the same values, taps 4 bytes apart
     strided[...] = w
     assert np.array_equal(pack_weights(strided, kind="winograd").weight, want)
+
+
+@pytest.mark.parametrize("precision, saturate", [("fp16", True), ("fp16", False), ("int8", True), ("int16", True)])
+def test_every_kernel_path_gives_the_reference_bytes(precision, saturate):
+    """The cube kernels by instruction set, each forced in turn (float16: AVX-512 pairs of kernels;
+    every precision: AVX2 and plain C++): the same bytes as the reference, with an odd last kernel
+    in a group, a short last channel block, fp16 values that overflow and half subnormals; nothing
+    written past the layout."""
+    from npupack import _core
+    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
+
+    rng = np.random.default_rng(23)
+    K, C = 2 * NV_FULL.kernels_per_group(precision) + 3, 13
+    if precision == "fp16":
+        mags = rng.choice([2.0**-20, 1e-3, 1.0, 2e4, 6e4], size=(K, C, 3, 3))
+        w = np.clip(rng.standard_normal((K, C, 3, 3)) * mags, -65504, 65504).astype(np.float16)
+    else:
+        info = np.iinfo(DTYPE[precision])
+        w = rng.integers(info.min, info.max, size=(K, C, 3, 3), endpoint=True).astype(DTYPE[precision])
+    want = expected(w, precision, saturate=saturate)[0]
+    layout = winograd_descriptor(w.shape, (1, 1), precision, NV_FULL)
+    c_pad = layout.shape[1]
+    for path in ("avx512", "avx2", "scalar"):
+        out = np.full(layout.nbytes + 64, 0xA5, np.uint8)
+        _core.winograd_pack(w, out, 1, 1, c_pad, NV_FULL.kernels_per_group(precision), layout._core,
+                            _TARGET_CODE[precision], 0, False, saturate, 1.0, path)
+        assert np.array_equal(out[:layout.nbytes], want[:layout.nbytes]), path
+        assert (out[layout.nbytes:] == 0xA5).all(), path

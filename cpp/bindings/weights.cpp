@@ -113,7 +113,7 @@ void bind_weights(py::module_& m) {
       "winograd_pack",
       [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg,
          const npupack::BlockedLayout& full, int target,
-         int int_rounding, bool fp16_nearest_away, bool saturate, double scale) {
+         int int_rounding, bool fp16_nearest_away, bool saturate, double scale, const std::string& path) {
         if (w.ndim() != 4) throw LayoutError("winograd: w must be (K, C, R, S)");
         if (target < 0 || target > 2 || int_rounding < 0 || int_rounding > 2) {
           throw LayoutError("winograd: bad target or rounding code");
@@ -127,6 +127,7 @@ void bind_weights(py::module_& m) {
         sp.fp16_rounding = fp16_nearest_away ? npupack::Fp16Rounding::NearestAway : npupack::Fp16Rounding::NearestEven;
         sp.saturate = saturate;
         sp.scale = scale;
+        sp.path = npupack::kernel_path(path, "winograd_pack");
         const auto type = source_type(w);
         uint8_t* dst = writable(out, "out");
         const int64_t size = out.nbytes();
@@ -138,9 +139,10 @@ void bind_weights(py::module_& m) {
       },
       py::arg("w"), py::arg("out"), py::arg("sy"), py::arg("sx"), py::arg("c_pad"), py::arg("kpg"), py::arg("full"),
       py::arg("target"), py::arg("int_rounding"), py::arg("fp16_nearest_away"), py::arg("saturate"), py::arg("scale"),
+      py::arg("path") = "auto",
       "Winograd weights (docs/nvdla.md §9): each cube written where the Winograd descriptor `full` places it; target 0 "
-      "int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, 1 nearest_away, 2 truncate. Returns the meaningful bytes "
-      "written.");
+      "int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, 1 nearest_away, 2 truncate; `path` caps the instruction "
+      "set (for tests). Returns the meaningful bytes written.");
   m.def(
       "sparse_count",
       [](const py::array& stream, int64_t n, int es, int64_t group_elems) {

@@ -11,7 +11,9 @@
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
 #include "winograd_int.hpp"
+#include "winograd_avx512.hpp"
 #include "winograd_round.hpp"
+#include "winograd_transform.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -23,8 +25,6 @@ namespace {
 
 using wg::round_cube;
 using wg::store_int_cube;
-
-int64_t target_bytes(WgTarget t) { return t == WgTarget::I8 ? 1 : 2; }
 
 // Binary16 bits -> double, exactly (every half value is a double), by bit assembly.
 inline double half_to_double(uint16_t h) {
@@ -68,38 +68,14 @@ inline double load(const char* p) {
   return 0.0;
 }
 
-// Four channels side by side (one lane each). GCC/Clang vector arithmetic: in the baseline build
-// it becomes SSE2 pairs, inlined into the AVX2 cube it becomes one 256-bit operation.
-using Lanes4 = double __attribute__((vector_size(32)));
-
-// t = G g G^T with G = [[1,0,0],[.5,.5,.5],[.5,-.5,.5],[0,0,1]] for four channels at once
-// (g[j] = tap j, t[i] = output i, one channel per lane). Scaling by 0.5 is exact, so this is the
-// matrix product whatever the association; zero results are made +0 (`+ 0.0`) because the sign
-// of a computed zero depends only on the evaluation order (docs/nvdla.md §9.4). The one definition of
-// the arithmetic, for every path.
-__attribute__((always_inline)) inline void transform4(const Lanes4 g[9], Lanes4 t[16]) {
-  Lanes4 a[12];  // a = G g, 4x3
-  for (int j = 0; j < 3; ++j) {
-    const Lanes4 g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
-    a[j] = g0;
-    a[3 + j] = 0.5 * (g0 + g1 + g2);
-    a[6 + j] = 0.5 * (g0 - g1 + g2);
-    a[9 + j] = g2;
-  }
-  for (int i = 0; i < 4; ++i) {
-    const Lanes4 a0 = a[3 * i], a1 = a[3 * i + 1], a2 = a[3 * i + 2];
-    t[4 * i] = a0 + 0.0;
-    t[4 * i + 1] = 0.5 * (a0 + a1 + a2) + 0.0;
-    t[4 * i + 2] = 0.5 * (a0 - a1 + a2) + 0.0;
-    t[4 * i + 3] = a2 + 0.0;
-  }
-}
+using wg::Lanes4;
+using wg::transform;
 
 #ifdef NPUPACK_WG_F16C
 using wg::fp16_cube_f16c;
 using wg::store8_fp16;
 
-bool has_f16c() { return cpu().avx2 && cpu().f16c; }
+bool has_f16c(const WinogradSpec& sp) { return allows(sp.path, KernelPath::kAvx2) && cpu().avx2 && cpu().f16c; }
 
 template <WgSource S>
 constexpr int64_t tap_bytes() {
@@ -161,7 +137,7 @@ __attribute__((target("avx2,f16c"))) void cube_avx2(const char* base, int64_t cs
   Lanes4 g[9], t[16];
   for (int j = 0; j < 8; ++j) g[j] = taps[j];
   g[8] = Lanes4{last[0], last[1], last[2], last[3]};
-  transform4(g, t);
+  transform(g, t);
   if constexpr (T == WgTarget::F16) {
     for (int i = 0; i < 16; i += 2) store8_fp16(t[i], t[i + 1], out + 8 * i, saturate);
   } else {
@@ -197,7 +173,7 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
 #ifdef NPUPACK_WG_F16C
   constexpr int64_t eb = tap_bytes<S>();
   if (L.plain && sp.stride[3] == eb && sp.stride[2] == 3 * eb &&
-      (T != WgTarget::F16 || sp.fp16_rounding == Fp16Rounding::NearestEven) && has_f16c()) {
+      (T != WgTarget::F16 || sp.fp16_rounding == Fp16Rounding::NearestEven) && has_f16c(sp)) {
     cube_avx2<S, T, M>(src + k * sp.stride[0] + L.c[0] * sp.stride[1], sp.stride[1], dst, sp.saturate, sp.scale);
     return;
   }
@@ -223,13 +199,13 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
     }
   }
   Lanes4 t[16];
-  transform4(g, t);
+  transform(g, t);
   alignas(32) double tv[64];  // element order i*4 + lane = the cube's memory order
   std::memcpy(tv, t, sizeof tv);
   if constexpr (T == WgTarget::F16) {
     uint16_t vals[64];
 #ifdef NPUPACK_WG_F16C
-    if (sp.fp16_rounding == Fp16Rounding::NearestEven && has_f16c()) {
+    if (sp.fp16_rounding == Fp16Rounding::NearestEven && has_f16c(sp)) {
       fp16_cube_f16c(tv, vals, sp.saturate);
       std::memcpy(dst, vals, sizeof vals);
       return;
@@ -249,7 +225,8 @@ template <WgSource S, WgTarget T>
 bool int_rows(const WinogradSpec& sp) {
   constexpr int64_t eb = S == WgSource::I8 ? 1 : 2;
   return (S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16 && sp.scale == 1.0 &&
-         sp.stride[3] == eb && sp.stride[2] == 3 * eb && cpu().avx2;
+         sp.stride[3] == eb && sp.stride[2] == 3 * eb && cpu().avx2 &&
+         allows(sp.path, KernelPath::kAvx2);
 }
 
 // The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time.
@@ -274,6 +251,32 @@ void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, in
 }
 #endif
 
+#ifdef NPUPACK_WG_AVX512
+// Whether f16_row applies to every cube row of four real channels: float16 to float16 rounded to
+// nearest even, 3x3 taps and channels back to back, AVX-512 BW.
+template <WgSource S, WgTarget T>
+bool f16_rows(const WinogradSpec& sp) {
+  return S == WgSource::F16 && T == WgTarget::F16 && sp.fp16_rounding == Fp16Rounding::NearestEven &&
+         sp.stride[3] == 2 && sp.stride[2] == 6 && sp.stride[1] == 18 && cpu().avx512bw &&
+         allows(sp.path, KernelPath::kAvx512);
+}
+
+// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time; an odd
+// last kernel by the four-lane cube.
+void f16_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, const Lanes& lanes, char* row) {
+  constexpr int64_t cube_bytes = 128;
+  const char* base = src + k0 * sp.stride[0] + lanes.c[0] * sp.stride[1];
+  int64_t k = 0;
+  for (; k + 1 < kn; k += 2) {  // prefetched as int_row does
+    _mm_prefetch(base + k * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
+    _mm_prefetch(base + (k + 1) * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
+    wg::f16_cube_pair(base + k * sp.stride[0], base + (k + 1) * sp.stride[0], row + k * cube_bytes,
+                      row + (k + 1) * cube_bytes, sp.saturate);
+  }
+  if (k < kn) cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k, lanes, row + k * cube_bytes);
+}
+#endif
+
 // Writes every cube straight to its place in the surface. The descriptor (docs/nvdla.md §9.6)
 // places each kernel group; inside it the cube rows of the 4-channel blocks follow each other,
 // and inside a row the kn cubes of the group, as check_winograd verifies against the descriptor. Work units are
@@ -287,6 +290,9 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #ifdef NPUPACK_WG_INT_AVX2
   bool exact_int = false;
   if constexpr (S == WgSource::I8 || S == WgSource::I16) exact_int = int_rows<S, T>(sp);
+#endif
+#ifdef NPUPACK_WG_AVX512
+  const bool f16_pairs = f16_rows<S, T>(sp);
 #endif
   auto work = [&](int64_t u0, int64_t u1) {
     int64_t group = -1, group_at = 0;
@@ -313,6 +319,12 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
           int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], row);
           continue;
         }
+      }
+#endif
+#ifdef NPUPACK_WG_AVX512
+      if (f16_pairs && lanes.plain) {
+        f16_row(src, sp, k0, kn, lanes, row);
+        continue;
       }
 #endif
       for (int64_t k = 0; k < kn; ++k) cube<S, T, M>(src, sp, k0 + k, lanes, row + k * cube_bytes);
@@ -356,40 +368,6 @@ Fill fill_of(WgSource type, const WinogradSpec& sp) {
 }
 
 }  // namespace
-
-void check_winograd(const WinogradSpec& sp, const BlockedLayout& full, int64_t dst_size) {
-  if (sp.k < 1 || sp.c < 1 || sp.r < 1 || sp.s < 1 || sp.sy < 1 || sp.sx < 1 || sp.kpg < 1) {
-    throw LayoutError("winograd: dimensions, strides and kernels per group must be >= 1");
-  }
-  if (ceil_div(sp.r, sp.sy) != 3 || ceil_div(sp.s, sp.sx) != 3) {
-    throw LayoutError("winograd: the kernel does not become 3x3 after channel extension");
-  }
-  if (sp.c_pad < sp.c || sp.c_pad % 4) throw LayoutError("winograd: c_pad must be >= C and a multiple of 4");
-  const int64_t c_ext = checked_mul(checked_mul(sp.c_pad, sp.sy, "winograd"), sp.sx, "winograd");
-  const auto& d = full.dims();
-  const int64_t es = target_bytes(sp.target);
-  if (d.size() != 4 || d[0].extent != sp.k || d[1].extent != c_ext || d[2].extent != 4 || d[3].extent != 4 ||
-      full.elem_bytes() != es) {
-    throw LayoutError("winograd: the descriptor is not (K, C_ext, 4, 4) of the target's elements");
-  }
-  if (full.nbytes() > dst_size) {
-    throw LayoutError("winograd: the output holds " + std::to_string(dst_size) + " bytes, " +
-                      std::to_string(full.nbytes()) + " are needed");
-  }
-  // The order the kernels write (in a kernel group the rows of the 4-channel blocks one after
-  // the other, a row of kn cubes, each c fastest, then s, then r) must be the descriptor's:
-  // checked at the corners of the first and the last kernel group.
-  for (const int64_t k0 : {int64_t{0}, (sp.k - 1) / sp.kpg * sp.kpg}) {
-    const int64_t kn = std::min(sp.kpg, sp.k - k0), c0 = c_ext - 4;
-    const int64_t start[4] = {k0, 0, 0, 0}, first[4] = {k0, c0, 0, 0}, next[4] = {k0, c0, 0, 1},
-                  lane[4] = {k0, c0 + 1, 0, 0}, last[4] = {k0 + kn - 1, c0 + 3, 3, 3};
-    const int64_t at = full.offset_of(first);
-    if (at != full.offset_of(start) + c0 / 4 * kn * 64 * es || full.offset_of(lane) != at + es ||
-        full.offset_of(next) != at + 4 * es || full.offset_of(last) != at + (kn * 64 - 1) * es) {
-      throw LayoutError("winograd: the descriptor does not hold 4x4x4 cubes, kernels of a group in a row");
-    }
-  }
-}
 
 void winograd_pack(const char* src, WgSource type, const WinogradSpec& sp, const BlockedLayout& full, char* dst,
                    int64_t dst_size) {

@@ -11,6 +11,7 @@ struct CpuFeatures {
   bool ssse3 = false, popcnt = false, avx = false, avx2 = false, f16c = false;
   bool avx512vbmi2 = false;  // with AVX-512 F and BW, which the VBMI2 kernels also use
   bool avx512vbmi = false;   // the same for VBMI (vpermb)
+  bool avx512bw = false;     // AVX-512 F and BW
 };
 
 inline const CpuFeatures& cpu() {
@@ -28,6 +29,7 @@ inline const CpuFeatures& cpu() {
                     __builtin_cpu_supports("avx512vbmi2");
     f.avx512vbmi = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                    __builtin_cpu_supports("avx512vbmi");
+    f.avx512bw = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 #endif
     return f;
   }();

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "npupack/convert.hpp"
+#include "npupack/cpu.hpp"
 #include "npupack/layout.hpp"
 
 namespace npupack {
@@ -25,6 +26,7 @@ struct WinogradSpec {
   Fp16Rounding fp16_rounding;   // fp16 target
   bool saturate;                // fp16 target (integers always saturate)
   double scale;                 // int8/int16 targets: multiplies t before rounding
+  KernelPath path = KernelPath::kAuto;  // for tests: the widest instruction set the kernels may use
 };
 
 // Throws LayoutError for an inconsistent spec, a descriptor `full` that is not (K, C_ext, 4, 4)
