@@ -10,6 +10,7 @@
 
 #include "npupack/errors.hpp"
 #include "npupack/grouped.hpp"
+#include "npupack/image_weights.hpp"
 #include "npupack/layout.hpp"
 #include "npupack/sparse.hpp"
 #include "npupack/winograd.hpp"
@@ -109,6 +110,31 @@ void bind_weights(py::module_& m) {
       },
       py::arg("w"), py::arg("out"), py::arg("groups"), py::arg("kpg"), py::arg("cb"), py::arg("zeroed") = false,
       "Grouped DC weights into a zeroed surface without densifying (docs/nvdla.md §6.1, 7.1)");
+  m.def(
+      "image_weights_pack",
+      [](const py::array& w, py::array out, int64_t cdata, int64_t f, int64_t kpg, int64_t cpb,
+         const npupack::BlockedLayout& full, const std::string& path) {
+        if (w.ndim() != 4) throw LayoutError("image weights: w must be (K, C, R, S)");
+        npupack_bindings::require_numeric(w, "w");
+        npupack::ImageWeightsSpec sp{};
+        sp.k = w.shape(0), sp.c = w.shape(1), sp.r = w.shape(2), sp.s = w.shape(3);
+        for (int i = 0; i < 4; ++i) sp.stride[i] = w.strides(i);
+        sp.cdata = cdata, sp.f = f, sp.kpg = kpg, sp.cpb = cpb, sp.es = w.itemsize();
+        sp.path = npupack::kernel_path(path, "image_weights_pack");
+        uint8_t* dst = writable(out, "out");
+        const int64_t size = out.nbytes();
+        npupack::check_image_weights(sp, full, size);
+        const char* src = static_cast<const char*>(w.data());
+        const int64_t src_bytes = (w.flags() & py::array::c_style) ? static_cast<int64_t>(w.nbytes()) : 0;
+        py::gil_scoped_release release;
+        npupack::image_weights_pack(src, src_bytes, sp, full, reinterpret_cast<char*>(dst), size);
+        return full.nbytes();
+      },
+      py::arg("w"), py::arg("out"), py::arg("cdata"), py::arg("f"), py::arg("kpg"), py::arg("cpb"), py::arg("full"),
+      py::arg("path") = "auto",
+      "Image-input weights (docs/nvdla.md §8.3-8.5): (K, C, R, S) elements, channels zero-padded to cdata and "
+      "pre-extended into pixels, rows written where the image descriptor `full` places them (post-extension factor "
+      "f, channel blocks of cpb); `path` caps the instruction set (for tests). Returns the bytes written.");
   m.def(
       "winograd_pack",
       [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg,

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim, check_int, is_int
 from npupack.nvdla.config import Config, check_config, element_size
@@ -57,79 +58,17 @@ def image_layout(k, c_ext, r, f, precision, config) -> BlockedLayout:
         _post_ext_layout(k, c_ext, r, f, precision, config)
 
 
-@lru_cache(maxsize=1024)
-def _planes_layout(k: int, c: int, cdata: int, taps: int, dtype: np.dtype) -> BlockedLayout:
-    """(K, C, R*S) weights to Cdata channel planes of K*R*S taps each, planes C..Cdata-1 zero."""
-    return BlockedLayout([Dim("K", k), Dim("C", c, pad_hi=cdata - c), Dim("P", taps)], [("C", 0), ("K", 0), ("P", 0)],
-                         dtype)
-
-
-@lru_cache(maxsize=1024)
-def _interleave_layout(cdata: int, m: int, dtype: np.dtype) -> BlockedLayout:
-    """Cdata planes of ``m`` taps to ``m`` pixels of Cdata channels: one wide transpose, after which
-    each kernel row holds the C' = Cdata*S channels of the pre-extension (docs/nvdla.md §8.3) in
-    order."""
-    return BlockedLayout([Dim("C", cdata), Dim("M", m)], [("M", 0), ("C", 0)], dtype)
-
-
-@lru_cache(maxsize=1024)
-def _rows_layout(groups: int, q: int, full: int, f: int, x: int, r: int, dtype: np.dtype) -> BlockedLayout:
-    """The first ``full`` rows (whole row groups of f rows) of ``groups`` kernel groups of ``q``
-    kernels of a (K, R, C') pixel tensor, as they sit in the image mapping (docs/nvdla.md §8.4,
-    8.5: kernel group, row group, kernel, row, C'; the DC mapping at f = 1 and one channel block).
-    A short last row group is left out: as a ragged dim it would take the engine's slow path."""
-    es = np.dtype(dtype).itemsize
-    return BlockedLayout([Dim("G", groups), Dim("Q", q), Dim("A", full // f), Dim("B", f), Dim("X", x)],
-                         [("G", 0), ("A", 0), ("Q", 0), ("B", 0), ("X", 0)], dtype,
-                         byte_strides={("G", 0): q * r * x * es})
-
-
 def _pre_extend_into(elems: np.ndarray, cdata: int, f: int, precision: str, config: Config,
                      buf: np.ndarray) -> None:
-    """Write the image mapping of (K,C,R,S) ``elems`` into ``buf`` (docs/nvdla.md §8.3-8.5), a slab
-    of whole kernel groups at a time: the slab's channels are zero-padded to ``cdata`` planes,
-    interleaved into pixels (each row of R then holds C' = Cdata*S channels in pre-extension
-    order) and its rows copied to their places (by :func:`image_layout` on the pixels seen as the pre-extended
-    tensor where C' spans more than one channel block). Each step is a wide transpose or a
-    row copy in the engine, where mapping straight from (K,C,R,S) moves bytes one at a time, and
-    the temporaries stay the size of a slab, in the caches."""
+    """Write the image mapping of (K,C,R,S) ``elems`` into ``buf`` (docs/nvdla.md §8.3-8.5) in one
+    C++ pass: each kernel's channels zero-padded to ``cdata`` components and interleaved into
+    pixels (each row of R then holds C' = Cdata*S channels in pre-extension order), its rows
+    written where :func:`image_layout` places them (the pass checks its row offsets against that
+    descriptor)."""
     k, c, r, s = elems.shape
-    es = elems.dtype.itemsize
-    x = cdata * s
-    kpg = config.kernels_per_group(precision)
-    kernel_bytes = x * r * es
-    slab = max(1, _SLAB_BYTES // (kernel_bytes * kpg)) * kpg
-    planes = np.empty(min(slab, k) * kernel_bytes, dtype=np.uint8)
-    pixels = np.empty(min(slab, k) * kernel_bytes, dtype=np.uint8)
-    full = r // f * f
-    for k0 in range(0, k, slab):
-        n = min(slab, k - k0)
-        _planes_layout(n, c, cdata, r * s, elems.dtype)._pack_into(elems[k0:k0 + n].reshape(n, c, r * s),
-                                                                   planes)
-        _interleave_layout(cdata, n * r * s, elems.dtype)._pack_into(
-            planes[:n * kernel_bytes].view(elems.dtype).reshape(cdata, n * r * s), pixels)
-        rows = pixels[:n * kernel_bytes].view(elems.dtype).reshape(n, r, x)
-        out = buf[k0 * kernel_bytes:(k0 + n) * kernel_bytes]
-        if f == 1 and x > config.channels_per_block:
-            image_layout(n, x, r, 1, precision, config)._pack_into(rows.transpose(0, 2, 1)[..., None], out)
-            continue
-        # The whole kernel groups, then a short last one.
-        for g0, groups, q in ((0, n // kpg, kpg), (n // kpg * kpg, 1, n % kpg)):
-            if groups * q == 0:
-                continue
-            block = rows[g0:g0 + groups * q].reshape(groups, q, r, x)
-            dst = out[g0 * kernel_bytes:(g0 + groups * q) * kernel_bytes]
-            _rows_layout(groups, q, full, f, x, r, elems.dtype)._pack_into(
-                block[:, :, :full].reshape(groups, q, full // f, f, x), dst)
-            # A short last row group goes in after the engine pass, which zero-fills its slots
-            # (they lie between the whole row groups of consecutive kernel groups); its rows are
-            # one run per kernel.
-            if full < r:
-                tail = dst.view(elems.dtype).reshape(groups, q * r, x)[:, q * full:]
-                np.copyto(tail.reshape(groups, q, r - full, x), block[:, :, full:])
-
-
-_SLAB_BYTES = 256 << 10  # a slab's output and its two temporaries stay together in a 1 MiB L2
+    layout = image_layout(k, cdata * s, r, f, precision, config)
+    _core.image_weights_pack(elems, buf, cdata, f, config.kernels_per_group(precision), config.channels_per_block,
+                             layout._core)
 
 
 def pack_image(w, *, precision, config, groups, stride, pixel_format, post_extension, compress, rounding,

@@ -1,0 +1,261 @@
+#include "npupack/image_weights.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "npupack/checked.hpp"
+#include "npupack/errors.hpp"
+#include "npupack/parallel.hpp"
+#include "image_weights_vbmi.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NPUPACK_IMAGE_SSSE3 1
+#endif
+
+namespace npupack {
+
+namespace {
+
+// The closed form of the image mapping (docs/nvdla.md §8.4, 8.5): kernel groups of kpg, then (f
+// == 1) channel blocks of cpb, then row groups of f rows (the last one short), then the kernels
+// of the group, then each kernel's rows of the row group, each row one block's channels.
+struct Geometry {
+  int64_t x;           // C' = cdata * S, elements per pre-extended row
+  int64_t blocks;      // channel blocks of C' (1 when f > 1)
+  int64_t row_groups;  // ceil(R / f)
+
+  explicit Geometry(const ImageWeightsSpec& sp)
+      : x(sp.cdata * sp.s), blocks(sp.f > 1 ? 1 : ceil_div(sp.cdata * sp.s, sp.cpb)), row_groups(ceil_div(sp.r, sp.f)) {}
+
+  int64_t width(const ImageWeightsSpec& sp, int64_t cb) const { return blocks == 1 ? x : std::min(sp.cpb, x - cb * sp.cpb); }
+
+  // Byte offset of row b of row group a, channel block cb, of kernel q of the group at k0 (kn kernels).
+  int64_t row_offset(const ImageWeightsSpec& sp, int64_t k0, int64_t kn, int64_t cb, int64_t a, int64_t q,
+                     int64_t b) const {
+    const int64_t w = width(sp, cb), fa = std::min(sp.f, sp.r - a * sp.f);
+    return (k0 * sp.r * x + cb * sp.cpb * sp.r * kn + a * sp.f * kn * w + q * fa * w + b * w) * sp.es;
+  }
+};
+
+// n bytes (a row group's rows, up to a few hundred) from s to d: overlapping 16-, 8- or 4-byte
+// moves instead of a library call per row.
+inline void copy_small(char* d, const char* s, int64_t n) {
+  if (n >= 16) {
+    int64_t i = 0;
+    for (; i + 16 < n; i += 16) std::memcpy(d + i, s + i, 16);
+    std::memcpy(d + n - 16, s + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(d, s, 8);
+    std::memcpy(d + n - 8, s + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(d, s, 4);
+    std::memcpy(d + n - 4, s + n - 4, 4);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+  }
+}
+
+// Kernel k's R * S pixels of cdata components into px, element by element (any strides).
+void interleave_scalar(const char* src, const ImageWeightsSpec& sp, int64_t k, char* px) {
+  for (int64_t r = 0; r < sp.r; ++r) {
+    for (int64_t s = 0; s < sp.s; ++s) {
+      char* o = px + (r * sp.s + s) * sp.cdata * sp.es;
+      for (int64_t c = 0; c < sp.cdata; ++c) {
+        if (c < sp.c) {
+          std::memcpy(o + c * sp.es, src + k * sp.stride[0] + c * sp.stride[1] + r * sp.stride[2] + s * sp.stride[3],
+                      static_cast<size_t>(sp.es));
+        } else {
+          std::memset(o + c * sp.es, 0, static_cast<size_t>(sp.es));
+        }
+      }
+    }
+  }
+}
+
+#ifdef NPUPACK_IMAGE_SSSE3
+// 16 bytes at p, of which only those before end are read (the rest 0).
+__attribute__((target("ssse3"))) inline __m128i load16(const char* p, const char* end) {
+  if (end - p >= 16) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  alignas(16) char tmp[16] = {};
+  std::memcpy(tmp, p, static_cast<size_t>(end - p));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+}
+
+template <int B>
+__attribute__((target("ssse3"))) inline __m128i unpack_lo(__m128i a, __m128i b) {
+  if constexpr (B == 1) return _mm_unpacklo_epi8(a, b);
+  if constexpr (B == 2) return _mm_unpacklo_epi16(a, b);
+  return _mm_unpacklo_epi32(a, b);
+}
+
+template <int B>
+__attribute__((target("ssse3"))) inline __m128i unpack_hi(__m128i a, __m128i b) {
+  if constexpr (B == 1) return _mm_unpackhi_epi8(a, b);
+  if constexpr (B == 2) return _mm_unpackhi_epi16(a, b);
+  return _mm_unpackhi_epi32(a, b);
+}
+
+// Kernel k's planes (C-contiguous source ending at end) into pixels, 16 bytes of each plane at a
+// time: two rounds of unpacks make 4-component pixels; 3 components drop the fourth by pshufb.
+// Writes up to 64 bytes past the last pixel (px has that slack).
+template <int ES>
+__attribute__((target("ssse3"))) void interleave_ssse3(const char* src, const char* end, const ImageWeightsSpec& sp,
+                                                      int64_t k, char* px) {
+  constexpr int64_t kPixels = 16 / ES;
+  const __m128i drop_fourth = ES == 1 ? _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1)
+                                      : _mm_setr_epi8(0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1);
+  const char* planes = src + k * sp.stride[0];
+  const int64_t n = sp.r * sp.s, cdata = sp.cdata;
+  for (int64_t p = 0; p < n; p += kPixels) {
+    __m128i v[4];
+    for (int c = 0; c < 4; ++c) v[c] = c < sp.c ? load16(planes + c * sp.stride[1] + p * ES, end) : _mm_setzero_si128();
+    char* o = px + p * cdata * ES;
+    if (cdata == 1) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v[0]);
+    } else if (cdata == 2) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), unpack_lo<ES>(v[0], v[1]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16), unpack_hi<ES>(v[0], v[1]));
+    } else {
+      const __m128i lo01 = unpack_lo<ES>(v[0], v[1]), hi01 = unpack_hi<ES>(v[0], v[1]);
+      const __m128i lo23 = unpack_lo<ES>(v[2], v[3]), hi23 = unpack_hi<ES>(v[2], v[3]);
+      const __m128i q[4] = {unpack_lo<2 * ES>(lo01, lo23), unpack_hi<2 * ES>(lo01, lo23),
+                            unpack_lo<2 * ES>(hi01, hi23), unpack_hi<2 * ES>(hi01, hi23)};
+      for (int i = 0; i < 4; ++i) {
+        if (cdata == 4) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16 * i), q[i]);
+        } else {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 12 * i), _mm_shuffle_epi8(q[i], drop_fourth));
+        }
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+void check_image_weights(const ImageWeightsSpec& sp, const BlockedLayout& full, int64_t dst_size) {
+  if (sp.k < 1 || sp.c < 1 || sp.r < 1 || sp.s < 1 || sp.kpg < 1 || sp.cpb < 1) {
+    throw LayoutError("image weights: dimensions, kernels per group and channels per block must be >= 1");
+  }
+  if (sp.cdata < 1 || sp.cdata > 4 || sp.c > sp.cdata) {
+    throw LayoutError("image weights: C must be <= the pixel format's components, 1 to 4");
+  }
+  if (sp.f != 1 && sp.f != 2 && sp.f != 4) throw LayoutError("image weights: the post-extension factor is 1, 2 or 4");
+  if (sp.es != 1 && sp.es != 2) throw LayoutError("image weights: elements of 1 or 2 bytes");
+  const Geometry geo(sp);
+  if (sp.f > 1 && geo.x > sp.cpb) throw LayoutError("image weights: post-extension needs C' within one channel block");
+  const auto& d = full.dims();
+  const int64_t nbytes = checked_mul(checked_mul(checked_mul(sp.k, sp.r, "image weights"), geo.x, "image weights"),
+                                     sp.es, "image weights");
+  if (d.size() != 4 || d[0].extent != sp.k || d[1].extent != geo.x || d[2].extent != sp.r || d[3].extent != 1 ||
+      full.elem_bytes() != sp.es || full.nbytes() != nbytes) {
+    throw LayoutError("image weights: the descriptor is not the dense (K, C', R, 1) mapping of the elements");
+  }
+  if (nbytes > dst_size) {
+    throw LayoutError("image weights: the output holds " + std::to_string(dst_size) + " bytes, " +
+                      std::to_string(nbytes) + " are needed");
+  }
+  // The closed form must be the descriptor's: checked at a corner per stride it uses (first and
+  // last kernel group, last kernel, last row of a row group, last row group, last channel block,
+  // last element).
+  const int64_t last_k0 = (sp.k - 1) / sp.kpg * sp.kpg, last_kn = sp.k - last_k0;
+  const int64_t first_kn = std::min(sp.kpg, sp.k), last_a = geo.row_groups - 1, last_cb = geo.blocks - 1;
+  struct Corner {
+    int64_t k0, kn, cb, a, q, b, e;
+  };
+  const Corner corners[] = {
+      {0, first_kn, 0, 0, 0, 0, 0},
+      {0, first_kn, 0, 0, first_kn - 1, 0, 0},
+      {0, first_kn, 0, 0, 0, std::min(sp.f, sp.r) - 1, geo.width(sp, 0) - 1},
+      {0, first_kn, 0, last_a, 0, 0, 0},
+      {0, first_kn, last_cb, 0, 0, 0, 0},
+      {last_k0, last_kn, last_cb, last_a, last_kn - 1, sp.r - last_a * sp.f - 1, geo.width(sp, last_cb) - 1},
+  };
+  for (const Corner& c : corners) {
+    const int64_t idx[4] = {c.k0 + c.q, c.cb * sp.cpb + c.e, c.a * sp.f + c.b, 0};
+    if (full.offset_of(idx) != geo.row_offset(sp, c.k0, c.kn, c.cb, c.a, c.q, c.b) + c.e * sp.es) {
+      throw LayoutError("image weights: the descriptor does not place rows as the image mapping does");
+    }
+  }
+}
+
+void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSpec& sp, const BlockedLayout& full,
+                        char* dst, int64_t dst_size) {
+  check_image_weights(sp, full, dst_size);
+  const Geometry geo(sp);
+  const int64_t n = sp.r * sp.s, es = sp.es;
+  const bool dense = sp.stride[3] == es && sp.stride[2] == sp.s * es && sp.stride[1] == n * es &&
+                     sp.stride[0] == sp.c * n * es && src_bytes >= sp.k * sp.c * n * es;
+#ifdef NPUPACK_IMAGE_SSSE3
+  const bool vector = dense && cpu().ssse3 && allows(sp.path, KernelPath::kSsse3);
+#else
+  (void)dense;
+#endif
+  // A kernel group's pixels are made first, then its rows copied in output order: the copies
+  // then read stores that have long left the store buffer (reading a row right after the vector
+  // stores that made it stalls on store forwarding), and the writes run front to back. The
+  // spec's fields are copied to locals: stores through char pointers would make the compiler
+  // reload them.
+  const int64_t groups = ceil_div(sp.k, sp.kpg), kernel_px = n * sp.cdata * es, kpg = sp.kpg, k = sp.k;
+  const int64_t x = geo.x, f = sp.f, r = sp.r, cpb = sp.cpb, blocks = geo.blocks, row_groups = geo.row_groups;
+#ifdef NPUPACK_IMAGE_VBMI
+  const int64_t m = dense && blocks == 1 && cpu().avx512vbmi && allows(sp.path, KernelPath::kAvx512)
+                        ? image::kernels_per_window(sp)
+                        : 0;
+  image::RowTable first{}, last{};  // row groups before the last one, and the last (maybe short)
+  if (m > 0) first = image::row_table(sp, m, std::min(f, r)), last = image::row_table(sp, m, r - (row_groups - 1) * f);
+#endif
+  auto work = [&](int64_t g0, int64_t g1) {
+    std::vector<char> px(static_cast<size_t>(kpg * kernel_px + 64));
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t k0 = g * kpg, kn = std::min(kpg, k - k0);
+#ifdef NPUPACK_IMAGE_VBMI
+      if (m > 0) {  // row group after row group, each a run of kn row groups: the group in order
+        for (int64_t a = 0; a < row_groups; ++a) {
+          image::row_groups_vbmi(src, src + src_bytes, sp, k0, kn, a, m, a + 1 < row_groups ? first : last,
+                                 dst + geo.row_offset(sp, k0, kn, 0, a, 0, 0));
+        }
+        continue;
+      }
+#endif
+      for (int64_t q = 0; q < kn; ++q) {
+        char* kp = px.data() + q * kernel_px;
+#ifdef NPUPACK_IMAGE_SSSE3
+        if (vector && es == 1) interleave_ssse3<1>(src, src + src_bytes, sp, k0 + q, kp);
+        else if (vector) interleave_ssse3<2>(src, src + src_bytes, sp, k0 + q, kp);
+        else interleave_scalar(src, sp, k0 + q, kp);
+#else
+        interleave_scalar(src, sp, k0 + q, kp);
+#endif
+      }
+      // Rows may be copied 16 bytes at a time past their end while the bytes after them are
+      // this group's rows still to be written; the group's last rows are copied exactly.
+      char* const group_end = dst + (k0 + kn) * r * x * es;
+      for (int64_t cb = 0; cb < blocks; ++cb) {
+        const int64_t w = geo.width(sp, cb);
+        for (int64_t a = 0; a < row_groups; ++a) {
+          const int64_t fa = std::min(f, r - a * f), row = (blocks == 1 ? fa * x : w) * es;
+          char* d = dst + geo.row_offset(sp, k0, kn, cb, a, 0, 0);
+          const char* p = px.data() + (a * f * x + cb * cpb) * es;
+          const int64_t over = (row + 15) / 16 * 16;
+          for (int64_t q = 0; q < kn; ++q, p += kernel_px, d += row) {
+            if (group_end - d >= over) {
+              for (int64_t i = 0; i < over; i += 16) std::memcpy(d + i, p + i, 16);
+            } else {
+              copy_small(d, p, row);
+            }
+          }
+        }
+      }
+    }
+  };
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / 4 / std::max<int64_t>(1, sp.kpg * n * sp.cdata * es));
+  if (full.nbytes() < kParallelBytes) work(0, groups);
+  else parallel_for(groups, grain, work);
+}
+
+}  // namespace npupack

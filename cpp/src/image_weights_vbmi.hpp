@@ -1,0 +1,75 @@
+// Image-input weights by byte permutation (AVX-512 VBMI, docs/nvdla.md §8.3-8.5): a row group
+// of a kernel (fa rows of C' = Cdata * S pre-extended elements) draws on fa * S elements of each
+// of its C planes, all within (C - 1) * R * S + fa * S elements of the source. When m kernels'
+// such spans fit in one 128-byte window and their m row groups in 64 bytes, one vpermt2b makes
+// the m row groups (padding channels zeroed by its mask), which follow each other in the output.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "npupack/image_weights.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NPUPACK_IMAGE_VBMI 1
+
+namespace npupack {
+namespace image {
+
+// The vpermt2b table of a row group of fa rows: byte j of m row groups of seg bytes each, read
+// from a window starting at the first kernel's row a * f (kernel qq's bytes kbytes further).
+struct RowTable {
+  alignas(64) uint8_t index[64];
+  uint64_t keep;  // bytes of real channels (the others are zero)
+  int64_t seg;    // bytes per row group of one kernel
+};
+
+// Kernels per permutation, 0 when a row group does not fit (then the SSSE3 pass runs).
+inline int64_t kernels_per_window(const ImageWeightsSpec& sp) {
+  const int64_t n = sp.r * sp.s, kbytes = sp.c * n * sp.es, seg = sp.f * sp.cdata * sp.s * sp.es;
+  const int64_t span = (sp.c - 1) * n * sp.es + sp.f * sp.s * sp.es;
+  if (seg > 64 || span > 128) return 0;
+  return std::min(64 / seg, (128 - span) / kbytes + 1);
+}
+
+inline RowTable row_table(const ImageWeightsSpec& sp, int64_t m, int64_t fa) {
+  RowTable t{};
+  const int64_t n = sp.r * sp.s, es = sp.es, x = sp.cdata * sp.s, kbytes = sp.c * n * es;
+  t.seg = fa * x * es;
+  for (int64_t j = 0; j < m * t.seg; ++j) {
+    const int64_t qq = j / t.seg, e = j % t.seg, el = e / es, b = el / x, s = el % x / sp.cdata, c = el % sp.cdata;
+    if (c >= sp.c) continue;  // index 0, byte zeroed
+    t.index[j] = static_cast<uint8_t>(qq * kbytes + c * n * es + b * sp.s * es + s * es + e % es);
+    t.keep |= uint64_t{1} << j;
+  }
+  return t;
+}
+
+inline uint64_t low_bytes(int64_t n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+
+// The row groups of kernels k0 .. k0 + kn - 1 at their row a * f, m kernels per permutation,
+// written back to back from d. The window is read only up to end (masked loads).
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline void row_groups_vbmi(
+    const char* src, const char* end, const ImageWeightsSpec& sp, int64_t k0, int64_t kn, int64_t a, int64_t m,
+    const RowTable& t, char* d) {
+  const __m512i index = _mm512_load_si512(t.index);
+  const int64_t kbytes = sp.c * sp.r * sp.s * sp.es;
+  const char* w = src + k0 * kbytes + a * sp.f * sp.s * sp.es;
+  for (int64_t q = 0; q < kn; q += m, w += m * kbytes, d += m * t.seg) {
+    const int64_t left = end - w;
+    __m512i lo, hi;
+    if (left >= 128) {
+      lo = _mm512_loadu_si512(w);
+      hi = _mm512_loadu_si512(w + 64);
+    } else {
+      lo = _mm512_maskz_loadu_epi8(low_bytes(left), w);
+      hi = left > 64 ? _mm512_maskz_loadu_epi8(low_bytes(left - 64), w + 64) : _mm512_setzero_si512();
+    }
+    const __m512i v = _mm512_maskz_permutex2var_epi8(t.keep, lo, index, hi);
+    _mm512_mask_storeu_epi8(d, low_bytes(std::min(m, kn - q) * t.seg), v);
+  }
+}
+
+}  // namespace image
+}  // namespace npupack
+#endif
