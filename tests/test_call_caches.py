@@ -218,3 +218,28 @@ def test_engine_plans_kept_per_call_keep_strides_pad_and_direction_apart():
     for _ in range(2):
         for t in tensors:
             assert np.array_equal(npupack.pack(t, NCHW16C, pad_value=1), _ref_nchw16c(t, 1))
+
+
+@pytest.mark.parametrize("twin, option", [
+    (dict(post_extension=2), dict(post_extension=2.0)),
+    (dict(post_extension=1), dict(post_extension=True)),
+    (dict(), dict(stride=(1.0, 1.0))),
+    (dict(), dict(saturate=1)),
+    (dict(), dict(scale=True)),
+], ids=["float factor", "bool factor", "float stride", "int saturate", "bool scale"])
+def test_nvdla_image_plan_refuses_options_equal_to_its_key(twin, option):
+    """Image weights keep a plan per shape and options: an option that compares equal to the cached
+    one (2.0 and 2, True and 1) is refused as on a first call, and the plan still packs its twin."""
+    from npupack.nvdla import image_weights
+
+    w = RNG.integers(-100, 100, (40, 3, 5, 5), dtype=np.int8)
+    kw = dict(kind="image", pixel_format="T_A8B8G8R8")
+    image_weights._PLANS.clear()
+    with pytest.raises((TypeError, ValueError)) as first:
+        nvdla.pack_weights(w, **kw, **option)
+    f = twin.get("post_extension", 2)  # "auto" on a 5x5 kernel of 4 components: 2
+    expected = ref.pack_image_weights(w, 4, f, kpg=32, cb=64, tail=nvdla.NV_FULL.weight_size_alignment)
+    for _ in range(2):
+        assert np.array_equal(nvdla.pack_weights(w, **kw, **twin).weight, expected)
+        with pytest.raises(first.type, match=str(first.value)[:20]):
+            nvdla.pack_weights(w, **kw, **option)

@@ -9,7 +9,7 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, check_int, is_int
+from npupack.layout import BlockedLayout, Dim, check_int, is_int, remember
 from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_single_group,
@@ -58,24 +58,35 @@ def image_layout(k, c_ext, r, f, precision, config) -> BlockedLayout:
         _post_ext_layout(k, c_ext, r, f, precision, config)
 
 
-def _pre_extend_into(elems: np.ndarray, cdata: int, f: int, precision: str, config: Config,
-                     buf: np.ndarray) -> None:
-    """Write the image mapping of (K,C,R,S) ``elems`` into ``buf`` (docs/nvdla.md §8.3-8.5) in one
-    C++ pass: each kernel's channels zero-padded to ``cdata`` components and interleaved into
-    pixels (each row of R then holds C' = Cdata*S channels in pre-extension order), its rows
-    written where :func:`image_layout` places them (the pass checks its row offsets against that
-    descriptor)."""
-    k, c, r, s = elems.shape
-    layout = image_layout(k, cdata * s, r, f, precision, config)
-    _core.image_weights_pack(elems, buf, cdata, f, config.kernels_per_group(precision), config.channels_per_block,
-                             layout._core)
+# Checked plans by (shape, dtype, options), as for DC and Winograd weights (docs/design.md §5.4): a
+# layer shape packed before skips every check that does not depend on the values. Options enter
+# a key only as the exact types the checks accept, so 2.0 or True never finds the plan of 2 or 1.
+_PLANS: dict = {}
+_MAX_PLANS = 1024
+
+
+def _plan_key(w, precision, config, groups, stride, pixel_format, post_extension, compress, rounding, saturate,
+              scale, allow_nan):
+    if (type(w) is np.ndarray and compress is False and type(groups) is int and groups == 1
+            and type(config) is Config and (precision is None or type(precision) is str)
+            and type(stride) is tuple and all(type(v) is int for v in stride) and type(pixel_format) is str
+            and (type(post_extension) is str or type(post_extension) is int) and type(rounding) is str
+            and type(saturate) is bool and type(scale) is float and type(allow_nan) is bool):
+        return (w.shape, w.dtype, precision, config, stride, pixel_format, post_extension, rounding, saturate,
+                scale, allow_nan)
+    return None
 
 
 def pack_image(w, *, precision, config, groups, stride, pixel_format, post_extension, compress, rounding,
-                saturate, scale, allow_nan, out) -> WeightSurfaces:
+               saturate, scale, allow_nan, out) -> WeightSurfaces:
     """kind="image" of :func:`pack_weights` (docs/nvdla.md §8)."""
     from npupack.nvdla.pixel import _format
 
+    key = _plan_key(w, precision, config, groups, stride, pixel_format, post_extension, compress, rounding, saturate,
+                    scale, allow_nan)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is not None:
+        return plan(w, out)
     check_config(config)
     if pixel_format is None:
         raise ValueError("pixel_format: image-input weights need the pixel format of the input image (docs/nvdla.md §8.1)")
@@ -108,18 +119,24 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
                                    f"{r // f} (docs/nvdla.md §8.4)")
     else:
         raise ValueError(f"post_extension: 'auto', 1, 2 or 4, got {post_extension!r}")
-    elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
     layout = image_layout(k, c_ext, r, f, precision, config)
     meaningful = layout.nbytes
     es = element_size(precision)
     kpg = config.kernels_per_group(precision)
-    fields = write_surfaces(lambda buf: _pre_extend_into(elems, cdata, f, precision, config, buf), meaningful,
-                            precision=precision, config=config, kernel_group_elements=kpg * c_ext * r,
-                            compress=compress, tail=config.weight_size_alignment, out=out)
-    return WeightSurfaces._fast(
-        kind="image", precision=precision, shape=(k, c, r, s), packed_shape=(k, c_ext, r, 1),
-        kernel_groups=-(-k // config.kernels_per_group(precision)), bytes_per_kernel=c_ext * r * es,
-        meaningful_bytes=meaningful, config=config, post_extension=f, pixel_format=fmt.name, **fields)
+    result = dict(kind="image", precision=precision, shape=(k, c, r, s), packed_shape=(k, c_ext, r, 1),
+                  kernel_groups=-(-k // kpg), bytes_per_kernel=c_ext * r * es, meaningful_bytes=meaningful,
+                  config=config, post_extension=f, pixel_format=fmt.name)
+
+    def run(arr: np.ndarray, out) -> WeightSurfaces:
+        elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
+        fields = write_surfaces(
+            lambda buf: _core.image_weights_pack(elems, buf, cdata, f, kpg, config.channels_per_block, layout._core),
+            meaningful, precision=precision, config=config, kernel_group_elements=kpg * c_ext * r, compress=compress,
+            tail=config.weight_size_alignment, out=out)
+        return WeightSurfaces._fast(**result, **fields)
+
+    remember(_PLANS, key, run, _MAX_PLANS)
+    return run(arr, out)
 
 
 def unpack_image(surfaces: WeightSurfaces, data: np.ndarray, logical: bool) -> np.ndarray:
