@@ -243,3 +243,21 @@ def test_nvdla_image_plan_refuses_options_equal_to_its_key(twin, option):
         assert np.array_equal(nvdla.pack_weights(w, **kw, **twin).weight, expected)
         with pytest.raises(first.type, match=str(first.value)[:20]):
             nvdla.pack_weights(w, **kw, **option)
+
+
+@pytest.mark.parametrize("option", [dict(stride=(1.0, 1.0)), dict(stride=(True, True)), dict(saturate=1),
+                                    dict(allow_nan=0)], ids=["float stride", "bool stride", "int saturate",
+                                                             "int allow_nan"])
+def test_nvdla_winograd_plan_refuses_options_equal_to_its_key(option):
+    """The same for Winograd weights: the plan of stride (1, 1), saturate True and allow_nan False
+    serves no argument an uncached call refuses."""
+    from npupack.nvdla import winograd
+
+    w = RNG.standard_normal((16, 8, 3, 3)).astype(np.float16)
+    winograd._PLANS.clear()
+    with pytest.raises((TypeError, ValueError)) as first:
+        nvdla.pack_weights(w, kind="winograd", **option)
+    for _ in range(2):
+        nvdla.pack_weights(w, kind="winograd")
+        with pytest.raises(first.type, match=str(first.value)[:20]):
+            nvdla.pack_weights(w, kind="winograd", **option)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+import npupack
 from npupack import LayoutError, _core
 from npupack.nvdla import NV_FULL, NV_SMALL, PIXEL_FORMATS, pack_weights, to_fp16, unpack_weights
 from npupack.nvdla import image_weights
@@ -121,3 +122,39 @@ def test_pass_refuses_a_descriptor_that_places_rows_elsewhere():
     with pytest.raises(LayoutError, match="holds"):
         _core.image_weights_pack(w, out[:-1], 4, 1, 32, 64, right._core)
     assert (out == 0xA5).all()
+
+
+def test_pass_refuses_a_descriptor_of_another_order_or_sizes():
+    """The descriptor must be the image mapping itself: C' before the rows of a row group, a kernel
+    group of another size, or kernels per group beyond any size are refused before anything is
+    written; byte-swapped elements are a TypeError."""
+    from npupack.layout import BlockedLayout, Dim
+
+    w = np.ones((40, 3, 8, 3), np.int8)
+    right = image_weights.image_layout(40, 12, 8, 2, "int8", NV_FULL)
+    c_first = BlockedLayout([Dim("K", 40, (32,), ragged=True), Dim("C", 12), Dim("R", 8, (2,), ragged=True),
+                             Dim("S", 1)], [("K", 0), ("R", 0), ("K", 1), ("C", 0), ("R", 1), ("S", 0)], np.int8)
+    assert c_first.nbytes == right.nbytes
+    out = np.full(right.nbytes, 0xA5, np.uint8)
+    for bad, kpg in ((c_first, 32), (right, 16), (right, 2**62), (right, 2**63 - 1)):
+        with pytest.raises(LayoutError, match="descriptor"):
+            _core.image_weights_pack(w, out, 4, 2, kpg, 64, bad._core)
+    assert (out == 0xA5).all()
+    with pytest.raises(TypeError, match="big-endian"):
+        _core.image_weights_pack(w.astype(">i2"), out, 4, 2, 16, 64,
+                                 image_weights.image_layout(40, 12, 8, 2, "int16", NV_FULL)._core)
+
+
+@pytest.mark.parametrize("path", ["avx512", "ssse3", "scalar"])
+def test_pass_on_two_threads(path):
+    """A layer of more than 1 MiB runs its kernel groups on two threads (each writes only its own
+    groups' bytes): the same bytes as the reference, on every path."""
+    rng = np.random.default_rng(5)
+    w = rng.integers(-100, 100, (12000, 3, 5, 5)).astype(np.int8)
+    layout = image_weights.image_layout(12000, 20, 5, 2, "int8", NV_FULL)
+    assert layout.nbytes > 1 << 20
+    want = ref.pack_image_weights(w, 4, 2, kpg=32, cb=64, tail=1)[:layout.nbytes]
+    out = np.full(layout.nbytes, 0xA5, np.uint8)
+    with npupack.num_threads(2):
+        _core.image_weights_pack(w, out, 4, 2, 32, 64, layout._core, path)
+    assert np.array_equal(out, want)

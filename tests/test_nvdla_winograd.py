@@ -397,3 +397,21 @@ def test_every_kernel_path_gives_the_reference_bytes(precision, saturate):
                             _TARGET_CODE[precision], 0, False, saturate, 1.0, path)
         assert np.array_equal(out[:layout.nbytes], want[:layout.nbytes]), path
         assert (out[layout.nbytes:] == 0xA5).all(), path
+
+
+def test_kernels_per_group_beyond_any_size_packs_as_one_group():
+    """A kpg above K (any size, up to the largest int64) maps as one group of K kernels: the same
+    bytes as kpg = K, no size computed from it; byte-swapped weights are a TypeError."""
+    from npupack import _core
+    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
+
+    w = np.random.default_rng(2).standard_normal((16, 64, 3, 3)).astype(np.float16)
+    layout = winograd_descriptor(w.shape, (1, 1), "fp16", NV_FULL)  # kpg 16 = K
+    want = pack_weights(w, kind="winograd").weight[:layout.nbytes]
+    for kpg in (16, 2**62, 2**63 - 1):
+        out = np.zeros(layout.nbytes, np.uint8)
+        assert _core.winograd_pack(w, out, 1, 1, 64, kpg, layout._core, _TARGET_CODE["fp16"], 0, False, True,
+                                   1.0) == layout.nbytes
+        assert np.array_equal(out, want), kpg
+    with pytest.raises(TypeError, match="big-endian"):
+        _core.winograd_pack(w.astype(">f2"), out, 1, 1, 64, 16, layout._core, 2, 0, False, True, 1.0)

@@ -35,6 +35,14 @@ npupack::WgSource source_type(const py::array& w) {
   throw LayoutError("winograd: unsupported weight dtype " + std::string(py::str(dt)));
 }
 
+// Sources read as native numbers: a byte-swapped array would be read as other values (the
+// Python layer converts before calling).
+void require_native(const py::array& a, const char* name) {
+  if (a.itemsize() > 1 && a.dtype().byteorder() == '>') {
+    throw py::type_error(std::string(name) + " has big-endian elements; pass it in native byte order");
+  }
+}
+
 uint8_t* writable(py::array& a, const char* name) {
   npupack_bindings::require_numeric(a, name);
   if (!a.writeable()) throw LayoutError(std::string(name) + " is read-only");
@@ -116,6 +124,7 @@ void bind_weights(py::module_& m) {
          const npupack::BlockedLayout& full, const std::string& path) {
         if (w.ndim() != 4) throw LayoutError("image weights: w must be (K, C, R, S)");
         npupack_bindings::require_numeric(w, "w");
+        require_native(w, "w");
         npupack::ImageWeightsSpec sp{};
         sp.k = w.shape(0), sp.c = w.shape(1), sp.r = w.shape(2), sp.s = w.shape(3);
         for (int i = 0; i < 4; ++i) sp.stride[i] = w.strides(i);
@@ -141,6 +150,7 @@ void bind_weights(py::module_& m) {
          const npupack::BlockedLayout& full, int target,
          int int_rounding, bool fp16_nearest_away, bool saturate, double scale, const std::string& path) {
         if (w.ndim() != 4) throw LayoutError("winograd: w must be (K, C, R, S)");
+        require_native(w, "w");
         if (target < 0 || target > 2 || int_rounding < 0 || int_rounding > 2) {
           throw LayoutError("winograd: bad target or rounding code");
         }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "npupack/checked.hpp"
@@ -28,7 +30,9 @@ struct Geometry {
   int64_t row_groups;  // ceil(R / f)
 
   explicit Geometry(const ImageWeightsSpec& sp)
-      : x(sp.cdata * sp.s), blocks(sp.f > 1 ? 1 : ceil_div(sp.cdata * sp.s, sp.cpb)), row_groups(ceil_div(sp.r, sp.f)) {}
+      : x(sp.cdata * sp.s),
+        blocks(sp.f > 1 || sp.cpb >= sp.cdata * sp.s ? 1 : ceil_div(sp.cdata * sp.s, sp.cpb)),
+        row_groups(ceil_div(sp.r, sp.f)) {}
 
   int64_t width(const ImageWeightsSpec& sp, int64_t cb) const { return blocks == 1 ? x : std::min(sp.cpb, x - cb * sp.cpb); }
 
@@ -159,28 +163,43 @@ void check_image_weights(const ImageWeightsSpec& sp, const BlockedLayout& full, 
     throw LayoutError("image weights: the output holds " + std::to_string(dst_size) + " bytes, " +
                       std::to_string(nbytes) + " are needed");
   }
-  // The closed form must be the descriptor's: checked at a corner per stride it uses (first and
-  // last kernel group, last kernel, last row of a row group, last row group, last channel block,
-  // last element).
-  const int64_t last_k0 = (sp.k - 1) / sp.kpg * sp.kpg, last_kn = sp.k - last_k0;
-  const int64_t first_kn = std::min(sp.kpg, sp.k), last_a = geo.row_groups - 1, last_cb = geo.blocks - 1;
-  struct Corner {
-    int64_t k0, kn, cb, a, q, b, e;
+  // The closed form must be the descriptor's: `full` must be the image mapping itself, dim for dim
+  // and loop for loop (a sampled offset or two would let a reordered or swizzled descriptor through).
+  const auto dim = [](const char* name, int64_t extent, int64_t tile) {
+    DimSpec d;
+    d.name = name, d.extent = extent;
+    if (tile) d.tiles = {tile}, d.ragged = true;
+    return d;
   };
-  const Corner corners[] = {
-      {0, first_kn, 0, 0, 0, 0, 0},
-      {0, first_kn, 0, 0, first_kn - 1, 0, 0},
-      {0, first_kn, 0, 0, 0, std::min(sp.f, sp.r) - 1, geo.width(sp, 0) - 1},
-      {0, first_kn, 0, last_a, 0, 0, 0},
-      {0, first_kn, last_cb, 0, 0, 0, 0},
-      {last_k0, last_kn, last_cb, last_a, last_kn - 1, sp.r - last_a * sp.f - 1, geo.width(sp, last_cb) - 1},
-  };
-  for (const Corner& c : corners) {
-    const int64_t idx[4] = {c.k0 + c.q, c.cb * sp.cpb + c.e, c.a * sp.f + c.b, 0};
-    if (full.offset_of(idx) != geo.row_offset(sp, c.k0, c.kn, c.cb, c.a, c.q, c.b) + c.e * sp.es) {
-      throw LayoutError("image weights: the descriptor does not place rows as the image mapping does");
+  const auto loops = [](std::initializer_list<std::pair<int, int>> nest) {
+    std::vector<AxisSpec> order;
+    for (const auto& [d, level] : nest) {
+      AxisSpec a;
+      a.dim = d, a.level = level;
+      order.push_back(a);
     }
+    return order;
+  };
+  const bool post = sp.f > 1;
+  const std::vector<DimSpec> dims{dim("K", sp.k, sp.kpg), dim("C", geo.x, post ? 0 : sp.cpb),
+                                  dim("R", sp.r, post ? sp.f : 0), dim("S", 1, 0)};
+  // Post-extension: K/kpg, R/f, kpg, f, C', S; else the DC mapping of (K, C', R, 1): K/kpg,
+  // C'/cpb, R, S, kpg, cpb.
+  const std::vector<AxisSpec> order = post ? loops({{0, 0}, {2, 0}, {0, 1}, {2, 1}, {1, 0}, {3, 0}})
+                                           : loops({{0, 0}, {1, 0}, {2, 0}, {3, 0}, {0, 1}, {1, 1}});
+  const BlockedLayout want(dims, order, sp.es);
+  bool same = want.axes().size() == full.axes().size() && want.nbytes() == full.nbytes();
+  for (size_t i = 0; same && i < want.axes().size(); ++i) {
+    const auto &x = want.axes()[i], &y = full.axes()[i];
+    same = x.dim == y.dim && x.level == y.level && x.extent == y.extent && x.weight == y.weight && x.stride == y.stride;
   }
+  for (size_t i = 0; same && i < dims.size(); ++i) {
+    const DimSpec &x = want.dims()[i], &y = full.dims()[i];
+    const auto storage = [](const DimSpec& v) { return v.storage ? v.storage : v.pad_lo + v.extent; };
+    same = x.extent == y.extent && x.tiles == y.tiles && x.ragged == y.ragged && x.pad_lo == y.pad_lo &&
+           storage(x) == storage(y) && x.divisors == y.divisors;
+  }
+  if (!same) throw LayoutError("image weights: the descriptor is not the image mapping the pass writes");
 }
 
 void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSpec& sp, const BlockedLayout& full,
@@ -200,7 +219,8 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
   // stores that made it stalls on store forwarding), and the writes run front to back. The
   // spec's fields are copied to locals: stores through char pointers would make the compiler
   // reload them.
-  const int64_t groups = ceil_div(sp.k, sp.kpg), kernel_px = n * sp.cdata * es, kpg = sp.kpg, k = sp.k;
+  // kpg above K maps as K (one group): clamped, so that no size below is computed from it.
+  const int64_t kpg = std::min(sp.kpg, sp.k), k = sp.k, groups = ceil_div(k, kpg), kernel_px = n * sp.cdata * es;
   const int64_t x = geo.x, f = sp.f, r = sp.r, cpb = sp.cpb, blocks = geo.blocks, row_groups = geo.row_groups;
 #ifdef NPUPACK_IMAGE_VBMI
   const int64_t m = dense && blocks == 1 && cpu().avx512vbmi && allows(sp.path, KernelPath::kAvx512)
@@ -253,7 +273,7 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
       }
     }
   };
-  const int64_t grain = std::max<int64_t>(1, kParallelBytes / 4 / std::max<int64_t>(1, sp.kpg * n * sp.cdata * es));
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / 4 / std::max<int64_t>(1, kpg * kernel_px));
   if (full.nbytes() < kParallelBytes) work(0, groups);
   else parallel_for(groups, grain, work);
 }

@@ -257,8 +257,8 @@ void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, in
 template <WgSource S, WgTarget T>
 bool f16_rows(const WinogradSpec& sp) {
   return S == WgSource::F16 && T == WgTarget::F16 && sp.fp16_rounding == Fp16Rounding::NearestEven &&
-         sp.stride[3] == 2 && sp.stride[2] == 6 && sp.stride[1] == 18 && cpu().avx512bw &&
-         allows(sp.path, KernelPath::kAvx512);
+         sp.stride[3] == 2 && sp.stride[2] == 6 && sp.stride[1] == 18 && cpu().avx512bw && cpu().avx2 &&
+         cpu().f16c && allows(sp.path, KernelPath::kAvx512);
 }
 
 // The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time; an odd
@@ -372,7 +372,10 @@ Fill fill_of(WgSource type, const WinogradSpec& sp) {
 void winograd_pack(const char* src, WgSource type, const WinogradSpec& sp, const BlockedLayout& full, char* dst,
                    int64_t dst_size) {
   check_winograd(sp, full, dst_size);
-  fill_of(type, sp)(src, sp, full, dst);
+  // kpg above K maps as K (one group): clamped, so that no size or grain is computed from it.
+  WinogradSpec spec = sp;
+  spec.kpg = std::min(sp.kpg, sp.k);
+  fill_of(type, spec)(src, spec, full, dst);
 }
 
 }  // namespace npupack

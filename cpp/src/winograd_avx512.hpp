@@ -2,7 +2,8 @@
 // float64 lanes per register, four channels of two kernels, whose cubes are neighbours in the
 // cube row; the taps (back to back, channels back to back) gathered into lanes by vpermt2w. The
 // same transform (winograd_transform.hpp) and the same rounding to odd as the AVX2 cube
-// (winograd_round.hpp), so the same bytes, at about half the instructions per cube.
+// (winograd_round.hpp), so the same bytes for every number; a NaN result may carry the payload of
+// the other NaN operand of an addition than the AVX2 cube's (the compiler orders them).
 #pragma once
 #include <cstdint>
 

@@ -2,7 +2,8 @@
 // padded to the pixel format's components and interleaved into pixels (channel pre-extension,
 // C' = Cdata * S), its rows written where the image descriptor (the DC mapping of (K, C', R, 1),
 // or the post-extension mapping of row groups of f rows) places them. The descriptor is the rule:
-// the pass computes row offsets in closed form and checks them against it first.
+// the pass computes row offsets in closed form and first checks that the descriptor is exactly
+// that mapping.
 #pragma once
 #include <cstdint>
 
@@ -22,9 +23,9 @@ struct ImageWeightsSpec {
   KernelPath path = KernelPath::kAuto;  // for tests: the widest instruction set the pass may use
 };
 
-// Throws LayoutError for an inconsistent spec, a descriptor `full` that is not the dense
-// (K, C', R, 1) image mapping of es-byte elements the closed form gives, or an output smaller
-// than full.nbytes().
+// Throws LayoutError for an inconsistent spec, a descriptor `full` that is not the image mapping
+// of (K, C', R, 1) es-byte elements for this kpg, cpb and f (dims, tiles and loop order), or an
+// output smaller than full.nbytes().
 void check_image_weights(const ImageWeightsSpec& spec, const BlockedLayout& full, int64_t dst_size);
 
 // Writes full.nbytes() bytes to dst (checked first, as check_image_weights). The source is read

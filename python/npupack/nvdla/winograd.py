@@ -84,13 +84,15 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
                   allow_nan, out) -> WeightSurfaces:
     """kind="winograd" of :func:`npupack.nvdla.pack_weights` (docs/nvdla.md §9)."""
     key = None
-    if type(w) is np.ndarray and compress is False and type(groups) is int and groups == 1 and \
-            isinstance(post_extension, str) and post_extension == "auto":
-        try:
-            key = (w.shape, w.dtype, precision, config, stride, rounding, saturate, scale, allow_nan)
-            plan = _PLANS.get(key)
-        except TypeError:  # an unhashable option: the checks below name it
-            key = plan = None
+    # Options enter a key only as the exact types the checks accept: (1.0, 1.0) or True never
+    # finds the plan of (1, 1) or 1.
+    if (type(w) is np.ndarray and compress is False and type(groups) is int and groups == 1
+            and type(post_extension) is str and post_extension == "auto" and type(config) is Config
+            and (precision is None or type(precision) is str) and type(stride) is tuple
+            and all(type(v) is int for v in stride) and type(rounding) is str and type(saturate) is bool
+            and type(scale) is float and type(allow_nan) is bool):
+        key = (w.shape, w.dtype, precision, config, stride, rounding, saturate, scale, allow_nan)
+        plan = _PLANS.get(key)
         if plan is not None:
             return plan(w, out)
     check_config(config)
