@@ -137,7 +137,7 @@ def test_pass_refuses_a_descriptor_of_another_order_or_sizes():
     assert c_first.nbytes == right.nbytes
     out = np.full(right.nbytes, 0xA5, np.uint8)
     for bad, kpg in ((c_first, 32), (right, 16), (right, 2**62), (right, 2**63 - 1)):
-        with pytest.raises(LayoutError, match="descriptor"):
+        with pytest.raises(LayoutError, match="descriptor"):  # its order, or its tiles
             _core.image_weights_pack(w, out, 4, 2, kpg, 64, bad._core)
     assert (out == 0xA5).all()
     with pytest.raises(TypeError, match="big-endian"):

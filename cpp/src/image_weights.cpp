@@ -34,7 +34,9 @@ struct Geometry {
         blocks(sp.f > 1 || sp.cpb >= sp.cdata * sp.s ? 1 : ceil_div(sp.cdata * sp.s, sp.cpb)),
         row_groups(ceil_div(sp.r, sp.f)) {}
 
-  int64_t width(const ImageWeightsSpec& sp, int64_t cb) const { return blocks == 1 ? x : std::min(sp.cpb, x - cb * sp.cpb); }
+  int64_t width(const ImageWeightsSpec& sp, int64_t cb) const {
+    return blocks == 1 ? x : std::min(sp.cpb, x - cb * sp.cpb);
+  }
 
   // Byte offset of row b of row group a, channel block cb, of kernel q of the group at k0 (kn kernels).
   int64_t row_offset(const ImageWeightsSpec& sp, int64_t k0, int64_t kn, int64_t cb, int64_t a, int64_t q,
@@ -165,6 +167,8 @@ void check_image_weights(const ImageWeightsSpec& sp, const BlockedLayout& full, 
   }
   // The closed form must be the descriptor's: `full` must be the image mapping itself, dim for dim
   // and loop for loop (a sampled offset or two would let a reordered or swizzled descriptor through).
+  // A tile above its extent maps as the extent: kpg and cpb are clamped so that no size is computed
+  // from a huge one.
   const auto dim = [](const char* name, int64_t extent, int64_t tile) {
     DimSpec d;
     d.name = name, d.extent = extent;
@@ -173,16 +177,17 @@ void check_image_weights(const ImageWeightsSpec& sp, const BlockedLayout& full, 
   };
   const auto loops = [](std::initializer_list<std::pair<int, int>> nest) {
     std::vector<AxisSpec> order;
-    for (const auto& [d, level] : nest) {
+    for (const auto& [index, level] : nest) {
       AxisSpec a;
-      a.dim = d, a.level = level;
+      a.dim = index, a.level = level;
       order.push_back(a);
     }
     return order;
   };
   const bool post = sp.f > 1;
-  const std::vector<DimSpec> dims{dim("K", sp.k, sp.kpg), dim("C", geo.x, post ? 0 : sp.cpb),
-                                  dim("R", sp.r, post ? sp.f : 0), dim("S", 1, 0)};
+  const std::vector<DimSpec> dims{dim("K", sp.k, std::min(sp.kpg, sp.k)),
+                                  dim("C", geo.x, post ? 0 : std::min(sp.cpb, geo.x)), dim("R", sp.r, post ? sp.f : 0),
+                                  dim("S", 1, 0)};
   // Post-extension: K/kpg, R/f, kpg, f, C', S; else the DC mapping of (K, C', R, 1): K/kpg,
   // C'/cpb, R, S, kpg, cpb.
   const std::vector<AxisSpec> order = post ? loops({{0, 0}, {2, 0}, {0, 1}, {2, 1}, {1, 0}, {3, 0}})

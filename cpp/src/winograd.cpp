@@ -273,7 +273,9 @@ void f16_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, co
     wg::f16_cube_pair(base + k * sp.stride[0], base + (k + 1) * sp.stride[0], row + k * cube_bytes,
                       row + (k + 1) * cube_bytes, sp.saturate);
   }
-  if (k < kn) cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k, lanes, row + k * cube_bytes);
+  if (k < kn) {
+    cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k, lanes, row + k * cube_bytes);
+  }
 }
 #endif
 

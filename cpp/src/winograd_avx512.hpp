@@ -63,8 +63,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m256 round_to_odd8(__
 
 // Channels c .. c + 3 of two kernels: 36 halves back to back at a and at b (9 taps per channel);
 // cube a written to out_a, cube b to out_b, each c fastest, then s, then r (128 bytes).
-__attribute__((target("avx512f,avx512bw,avx2,f16c"))) inline void f16_cube_pair(const char* a, const char* b, char* out_a,
-                                                                       char* out_b, bool saturate) {
+__attribute__((target("avx512f,avx512bw,avx2,f16c"))) inline void f16_cube_pair(const char* a, const char* b,
+                                                                            char* out_a, char* out_b,
+                                                                            bool saturate) {
   __m512i lo, hi, last;
   gather_pair(a, b, lo, hi, last);
   const __m512 f[4] = {_mm512_cvtph_ps(_mm512_castsi512_si256(lo)), _mm512_cvtph_ps(_mm512_extracti64x4_epi64(lo, 1)),
@@ -83,7 +84,8 @@ __attribute__((target("avx512f,avx512bw,avx2,f16c"))) inline void f16_cube_pair(
     __m512 two[2];
     for (int m = 0; m < 2; ++m) {
       const __m256 x = round_to_odd8(t[i + 2 * m]), y = round_to_odd8(t[i + 2 * m + 1]);
-      two[m] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(x)), _mm256_castps_pd(y), 1));
+      const __m512d low = _mm512_castpd256_pd512(_mm256_castps_pd(x));
+      two[m] = _mm512_castpd_ps(_mm512_insertf64x4(low, _mm256_castps_pd(y), 1));
     }
     const __m256i h0 = _mm512_cvtps_ph(two[0], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256i h1 = _mm512_cvtps_ph(two[1], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
