@@ -11,6 +11,7 @@
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
 #include "image_weights_vbmi.hpp"
+#include "row_copy.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -45,24 +46,6 @@ struct Geometry {
     return (k0 * sp.r * x + cb * sp.cpb * sp.r * kn + a * sp.f * kn * w + q * fa * w + b * w) * sp.es;
   }
 };
-
-// n bytes (a row group's rows, up to a few hundred) from s to d: overlapping 16-, 8- or 4-byte
-// moves instead of a library call per row.
-inline void copy_small(char* d, const char* s, int64_t n) {
-  if (n >= 16) {
-    int64_t i = 0;
-    for (; i + 16 < n; i += 16) std::memcpy(d + i, s + i, 16);
-    std::memcpy(d + n - 16, s + n - 16, 16);
-  } else if (n >= 8) {
-    std::memcpy(d, s, 8);
-    std::memcpy(d + n - 8, s + n - 8, 8);
-  } else if (n >= 4) {
-    std::memcpy(d, s, 4);
-    std::memcpy(d + n - 4, s + n - 4, 4);
-  } else {
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
-  }
-}
 
 // Kernel k's R * S pixels of cdata components into px, element by element (any strides).
 void interleave_scalar(const char* src, const ImageWeightsSpec& sp, int64_t k, char* px) {
@@ -257,23 +240,12 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
         interleave_scalar(src, sp, k0 + q, kp);
 #endif
       }
-      // Rows may be copied 16 bytes at a time past their end while the bytes after them are
-      // this group's rows still to be written; the group's last rows are copied exactly.
-      char* const group_end = dst + (k0 + kn) * r * x * es;
       for (int64_t cb = 0; cb < blocks; ++cb) {
         const int64_t w = geo.width(sp, cb);
-        for (int64_t a = 0; a < row_groups; ++a) {
-          const int64_t fa = std::min(f, r - a * f), row = (blocks == 1 ? fa * x : w) * es;
+        for (int64_t a = 0; a < row_groups; ++a) {  // kn rows of a row group (or block), back to back
+          const int64_t row = (blocks == 1 ? std::min(f, r - a * f) * x : w) * es;
           char* d = dst + geo.row_offset(sp, k0, kn, cb, a, 0, 0);
-          const char* p = px.data() + (a * f * x + cb * cpb) * es;
-          const int64_t over = (row + 15) / 16 * 16;
-          for (int64_t q = 0; q < kn; ++q, p += kernel_px, d += row) {
-            if (group_end - d >= over) {
-              for (int64_t i = 0; i < over; i += 16) std::memcpy(d + i, p + i, 16);
-            } else {
-              copy_small(d, p, row);
-            }
-          }
+          detail::copy_rows(px.data() + (a * f * x + cb * cpb) * es, kernel_px, d, row, kn, static_cast<size_t>(row));
         }
       }
     }
