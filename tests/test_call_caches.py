@@ -261,3 +261,81 @@ def test_nvdla_winograd_plan_refuses_options_equal_to_its_key(option):
         nvdla.pack_weights(w, kind="winograd")
         with pytest.raises(first.type, match=str(first.value)[:20]):
             nvdla.pack_weights(w, kind="winograd", **option)
+
+
+@pytest.mark.parametrize("name", ["T_A8B8G8R8", "T_Y8___V8U8_N444", "T_R8", "T_A16B16G16R16", "T_Y16___U16V16_N444"])
+def test_nvdla_pixel_plan_packs_the_reference_on_every_call(name):
+    """pack_pixels keeps a plan per (shape, dtype, format, x offset): the calls that hit it write
+    the reference planes, into new arrays and into a tuple of ``out`` buffers."""
+    from npupack.nvdla import PIXEL_FORMATS
+    from npupack.nvdla import pixel
+    from tests.reference import pixels as ref_pixels
+
+    fmt = PIXEL_FORMATS[name]
+    pixel._PLANS.clear()
+    for h, w, xo in [(3, 7, 0), (3, 7, 1), (2, 17, 0), (5, 40, fmt.x_offset_max)]:
+        hi = 65536 if fmt.kind == "16bit" else 256
+        img = RNG.integers(0, hi, (h, w, fmt.comps)).astype(np.uint16 if fmt.kind == "16bit" else np.uint8)
+        if fmt.comps == 1:
+            img = img[:, :, 0].copy()  # (H, W): a one-component image
+        expected = ref_pixels.pack(img if img.ndim == 3 else img[:, :, None], name, x_offset=xo)
+        for _ in range(3):
+            assert all(np.array_equal(g, e) for g, e in zip(nvdla.pack_pixels(img, name, x_offset=xo).planes,
+                                                             expected))
+            outs = tuple(np.full(e.size + 5, 0xAB, np.uint8) for e in expected)
+            got = nvdla.pack_pixels(img, name, x_offset=xo, out=outs)
+            for g, o, e in zip(got.planes, outs, expected):
+                assert np.shares_memory(g, o) and np.array_equal(o[:e.size], e) and (o[e.size:] == 0xAB).all()
+    assert pixel._PLANS  # the calls above were served by plans
+
+
+@pytest.mark.parametrize("option, error", [(dict(x_offset=True), TypeError), (dict(x_offset=1.0), TypeError),
+                                           (dict(img_dtype=np.int16), TypeError),
+                                           (dict(out_short=True), LayoutError)],
+                         ids=["bool x_offset", "float x_offset", "int16 image", "short plane"])
+def test_nvdla_pixel_plan_refuses_what_a_first_call_refuses(option, error):
+    """After a plan for x_offset 1 and uint8 pixels, an argument equal to its key (True, 1.0) or
+    another dtype is refused as on a first call, and a plane buffer of the tuple is still
+    checked; the refused call writes nothing."""
+    from npupack.nvdla import pixel
+
+    img = RNG.integers(0, 256, (4, 9, 3), dtype=np.uint8)
+    name = "T_Y8___U8V8_N444"
+    pixel._PLANS.clear()
+    planes = nvdla.pack_pixels(img, name, x_offset=1).planes
+    nvdla.pack_pixels(img, name, x_offset=1)
+    kw = dict(x_offset=option.get("x_offset", 1))
+    arg = img.astype(option["img_dtype"]) if "img_dtype" in option else img
+    outs = tuple(np.full(p.size - (1 if option.get("out_short") else 0), 0xCD, np.uint8) for p in planes)
+    with pytest.raises(error):
+        nvdla.pack_pixels(arg, name, out=outs, **kw)
+    assert all((o == 0xCD).all() for o in outs)
+
+
+def test_pixel_planes_tuple_out_overlapping_the_image_is_refused():
+    """The argument gate tests every buffer of a tuple ``out`` against the image (the inline test
+    of one array per plane): a UV plane over the image's bytes is refused before anything moves."""
+    img = RNG.integers(0, 256, (4, 9, 3), dtype=np.uint8)
+    name = "T_Y8___U8V8_N444"
+    planes = nvdla.pack_pixels(img, name).planes
+    raw = np.zeros(img.nbytes + planes[1].size, np.uint8)
+    alias = raw[:img.nbytes].reshape(img.shape)
+    alias[...] = img
+    before = raw.copy()
+    with pytest.raises(LayoutError, match="overlaps"):
+        nvdla.pack_pixels(alias, name, out=(np.zeros(planes[0].size, np.uint8), raw))
+    assert np.array_equal(raw, before)
+
+
+def test_kneron_plan_with_strides_refuses_float_strides_equal_to_its_key():
+    """kl730 calls with stride_npu keep a plan per exact integer strides: (96.0, ...) after (96, ...)
+    is refused as on a first call, and the plan packs the reference bytes again."""
+    y = RNG.integers(-128, 128, (1, 3, 4, 5), dtype=np.int8)
+    st_ = tuple(kneron.predict_stride_npu(y.shape, "1W16C8B"))
+    expected = ref_kh.kneron_v2_pack(y, st_)
+    with pytest.raises(TypeError) as first:
+        kneron.pack(y, "1W16C8B", chip="kl730", stride_npu=tuple(float(v) for v in st_))
+    for _ in range(2):
+        assert np.array_equal(kneron.pack(y, "1W16C8B", chip="kl730", stride_npu=st_)[:expected.size], expected)
+        with pytest.raises(TypeError, match=str(first.value)[:20]):
+            kneron.pack(y, "1W16C8B", chip="kl730", stride_npu=tuple(float(v) for v in st_))

@@ -1,5 +1,5 @@
 // The YUV 4:4:4 split of 16-bit components, 8 pixels (16 bytes of Y, 32 of UV) per step with
-// pshufb; the scalar loop moves the tail.
+// pshufb; a row not a multiple of 8 pixels ends with an overlapping step, a shorter one is scalar.
 #include "kernel.hpp"
 #include "yuv_split.hpp"
 

@@ -1,5 +1,5 @@
 // The YUV 4:4:4 split of 8-bit components, 16 pixels (16 bytes of Y, 32 of UV) per step with
-// pshufb; the scalar loop moves the tail.
+// pshufb; a row not a multiple of 16 pixels ends with an overlapping step, a shorter one is scalar.
 #include "kernel.hpp"
 #include "yuv_split.hpp"
 

@@ -54,8 +54,12 @@ __attribute__((target("ssse3"))) void yuv_split_pshufb(const T* yuv, int64_t n, 
   auto mask = [&](int o, int k) { return _mm_load_si128(reinterpret_cast<const __m128i*>(masks.m[o][k])); };
   const __m128i y0 = mask(0, 0), y1 = mask(0, 1), y2 = mask(0, 2);
   const __m128i l0 = mask(1, 0), l1 = mask(1, 1), h1 = mask(2, 1), h2 = mask(2, 2);
-  int64_t p = 0;
-  for (; p + px <= n; p += px) {
+  if (n < px) {
+    yuv_split_row<T, VFirst>(yuv, n, y, uv);
+    return;
+  }
+  for (int64_t p = 0;; p += px) {
+    if (p + px > n) p = n - px;  // the last px pixels again, overlapping: the same bytes, no scalar tail
     const auto* src = reinterpret_cast<const __m128i*>(yuv + 3 * p);
     const __m128i v0 = _mm_loadu_si128(src), v1 = _mm_loadu_si128(src + 1), v2 = _mm_loadu_si128(src + 2);
     const __m128i ys = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(v0, y0), _mm_shuffle_epi8(v1, y1)),
@@ -65,8 +69,8 @@ __attribute__((target("ssse3"))) void yuv_split_pshufb(const T* yuv, int64_t n, 
                      _mm_or_si128(_mm_shuffle_epi8(v0, l0), _mm_shuffle_epi8(v1, l1)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(uv + 2 * p) + 1,
                      _mm_or_si128(_mm_shuffle_epi8(v1, h1), _mm_shuffle_epi8(v2, h2)));
+    if (p + px >= n) break;
   }
-  yuv_split_row<T, VFirst>(yuv + 3 * p, n - p, y + p, uv + 2 * p);
 }
 #endif
 

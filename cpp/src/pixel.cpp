@@ -3,7 +3,9 @@
 #include <cstring>
 
 #include "../kernels/kernel.hpp"
+#include "line_ends.hpp"
 #include "npupack/cpu.hpp"
+#include "npupack/parallel.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -91,28 +93,27 @@ void unpack_10bit(const uint32_t* words, int64_t pixels, const int* shifts, uint
 namespace {
 
 // Y and UV lines of each row, the row split by the yuv-split kernel of the list (docs/design.md
-// §4.9) for this element size.
+// §4.9) for this element size; rows in parallel pieces as pack_pixel_lines.
 void split_plane(const char* yuv, int64_t h, int64_t w, int64_t src_row, int64_t eb, bool v_first, char* y,
                  int64_t y_stride, int64_t y_pre, char* uv, int64_t uv_stride, int64_t uv_pre) {
   const kernels::YuvSplitFn row = kernels::select_yuv_split(static_cast<int>(eb)).run;
   const int64_t y_row = w * eb, uv_row = 2 * y_row;
-  kernels::YuvSplitArgs a;
-  a.n = w;
-  a.v_first = v_first;
-  for (int64_t r = 0; r < h; ++r) {
-    char* yl = y + r * y_stride;
-    char* ul = uv + r * uv_stride;
-    // Each line's padding (x-offset bytes before, stride tail after) is zeroed here, next to the
-    // pixels, instead of a fill pass over both planes first.
-    std::memset(yl, 0, static_cast<size_t>(y_pre));
-    std::memset(yl + y_pre + y_row, 0, static_cast<size_t>(y_stride - y_pre - y_row));
-    std::memset(ul, 0, static_cast<size_t>(uv_pre));
-    std::memset(ul + uv_pre + uv_row, 0, static_cast<size_t>(uv_stride - uv_pre - uv_row));
-    a.yuv = yuv + r * src_row;
-    a.y = yl + y_pre;
-    a.uv = ul + uv_pre;
-    row(a);
-  }
+  const int64_t grain = kParallelBytes / (y_stride + uv_stride) + 1;
+  parallel_for(h, grain, [&](int64_t lo, int64_t hi) {
+    kernels::YuvSplitArgs a;
+    a.n = w;
+    a.v_first = v_first;
+    for (int64_t r = lo; r < hi; ++r) {
+      auto* yl = reinterpret_cast<unsigned char*>(y + r * y_stride);
+      auto* ul = reinterpret_cast<unsigned char*>(uv + r * uv_stride);
+      detail::zero_line_ends(yl, y_stride, y_pre, y_row);
+      detail::zero_line_ends(ul, uv_stride, uv_pre, uv_row);
+      a.yuv = yuv + r * src_row;
+      a.y = reinterpret_cast<char*>(yl + y_pre);
+      a.uv = reinterpret_cast<char*>(ul + uv_pre);
+      row(a);
+    }
+  });
 }
 
 }  // namespace

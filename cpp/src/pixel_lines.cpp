@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "../kernels/kernel.hpp"
+#include "line_ends.hpp"
 #include "npupack/cpu.hpp"
 #include "npupack/parallel.hpp"
 #include "npupack/pixel.hpp"
@@ -51,9 +52,8 @@ void pack_pixel_lines(const char* img, int64_t h, int64_t w, int m, int eb, cons
     }
     for (int64_t r = lo; r < hi; ++r) {
       unsigned char* line = dst + r * line_stride;
-      std::memset(line, 0, static_cast<size_t>(pre));
+      detail::zero_line_ends(line, line_stride, pre, row);
       copy_row(src + r * row, line + pre, row, s, shuffled);
-      std::memset(line + pre + row, 0, static_cast<size_t>(tail));
     }
   });
 }

@@ -95,23 +95,25 @@ def gate(*reads: str, labels: dict | None = None, words=None):
         if takes_out and params["out"].kind is not inspect.Parameter.KEYWORD_ONLY:
             raise TypeError(f"gate: {f.__qualname__} must take out= as a keyword-only argument")
 
+        ndarray, may_share = np.ndarray, _MAY_SHARE  # closure cells: no global lookups per call
+
         def check(args, kwargs):
             out = kwargs.get("out") if takes_out else None
+            out_array = type(out) is ndarray
             n = len(args)
             for name, i, label in where:
                 v = args[i] if i < n else kwargs.get(name)
-                if type(v) is np.ndarray:
+                if type(v) is ndarray:
                     if v.dtype.kind not in NUMERIC_KINDS:
                         numeric_dtype(v.dtype, name)
-                    if type(out) is np.ndarray and np.may_share_memory(v, out):
+                    if out_array and may_share(v, out):
                         _overlap(label)
                 elif out is not None and v is not None:
                     check_disjoint(out, {label: v})
-            if out is not None and type(out) is not np.ndarray:
+            if out is not None and not out_array:
                 check_disjoint(out, {label: args[i] if i < n else kwargs.get(name) for name, i, label in where})
 
         first, at, label, several = *where[0], len(where) > 1
-        ndarray, may_share = np.ndarray, _MAY_SHARE  # closure cells: no global lookups per call
 
         # The common call (one array read, no out= or an ndarray out=) is checked inline: the
         # packers' small calls take a few microseconds.
@@ -128,10 +130,18 @@ def gate(*reads: str, labels: dict | None = None, words=None):
                     if v.dtype.kind not in NUMERIC_KINDS:
                         numeric_dtype(v.dtype, first)
                     if out is not None and takes_out:
-                        if type(out) is not ndarray:
+                        if type(out) is ndarray:
+                            if may_share(v, out):
+                                _overlap(label)
+                        elif type(out) is tuple:  # one buffer per plane (pixel planes)
+                            for o in out:
+                                if type(o) is not ndarray:
+                                    check(args, kwargs)
+                                    break
+                                if may_share(v, o):
+                                    _overlap(label)
+                        else:
                             check(args, kwargs)
-                        elif may_share(v, out):
-                            _overlap(label)
                 elif out is not None:
                     check(args, kwargs)
             return f(*args, **kwargs)

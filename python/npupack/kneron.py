@@ -240,8 +240,14 @@ def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
 
 _PLANS: dict = {}
 # pack's layouts that are one engine pass (no high/low split, byte swap or LSB clearing), by
-# (type(layout), layout, shape, dtype, chip): see pack.
+# (type(layout), layout, shape, dtype, chip, stride_npu, stride_onnx): see pack.
 _PLAIN: dict = {}
+
+
+def _int_tuple(strides) -> bool:
+    """True for None or a tuple of exact ints: the strides a key of _PLAIN may hold (a float 64.0
+    equals 64 and must not find the plan of its integer twin)."""
+    return strides is None or (type(strides) is tuple and all(type(v) is int for v in strides))
 
 
 def _make_plan(layout, shape, chip, stride_npu, stride_onnx):
@@ -327,11 +333,11 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         Float input to an integer layout, a dtype of the wrong width.
     """
     arr = x if type(x) is np.ndarray and x.dtype.byteorder not in _BIG_ENDIAN else little_endian(np.asarray(x))
-    # A tensor re-laid out on every inference: the layout, shape, dtype and chip seen before (with
-    # the default strides and clear_lsb) skip the plan's checks. type(layout) keeps a float 1.0
+    # A tensor re-laid out on every inference: the layout, shape, dtype, chip and strides seen
+    # before (with the default clear_lsb) skip the plan's checks. type(layout) keeps a float 1.0
     # from matching the entry of layout 1.
-    key = (type(layout), layout, arr.shape, arr.dtype, chip) \
-        if stride_npu is None and stride_onnx is None and clear_lsb is None and type(chip) is str else None
+    key = (type(layout), layout, arr.shape, arr.dtype, chip, stride_npu, stride_onnx) \
+        if clear_lsb is None and type(chip) is str and _int_tuple(stride_npu) and _int_tuple(stride_onnx) else None
     try:
         plain = _PLAIN.get(key)
     except TypeError:  # an unhashable layout: the checks below name it

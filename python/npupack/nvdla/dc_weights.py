@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npupack import _core
 from npupack.formats.aliases import registry_words
 
 from npupack.errors import LayoutError, UnsupportedError
@@ -103,8 +104,6 @@ def _pack_dc(layout, elems: np.ndarray, groups: int, kpg: int, config: Config, b
     if groups == 1:
         layout._pack_into(elems, buf)
     else:
-        from npupack import _core
-
         _core.grouped_pack(elems, buf, groups, kpg, config.channels_per_block, zeroed)
 
 

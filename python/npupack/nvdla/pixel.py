@@ -18,7 +18,7 @@ import numpy as np
 from npupack._gate import gate
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import as_byte_buffer, check_bool, check_dims, check_int, check_out, little_endian
+from npupack.layout import as_byte_buffer, check_bool, check_dims, check_int, check_out, little_endian, remember
 from npupack.nvdla.config import PRECISIONS
 from npupack.nvdla.convert import to_fp16
 
@@ -135,8 +135,9 @@ class PixelPlanes:
         # As WeightSurfaces._fast: the frozen __init__ (one object.__setattr__ per field) is a
         # tenth of a 224x224 image's packing time. Instances stay frozen for callers.
         obj = object.__new__(cls)
-        obj.__dict__.update(planes=planes, line_strides=line_strides, pixel_format=pixel_format, shape=shape,
-                            x_offset=x_offset)
+        d = obj.__dict__
+        d["planes"], d["line_strides"], d["pixel_format"], d["shape"], d["x_offset"] = \
+            planes, line_strides, pixel_format, shape, x_offset
         return obj
 
 
@@ -324,33 +325,67 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
     ValueError
         Unknown format; 10-bit values out of range.
     """
+    # An image geometry packed before with the default line strides: the cached plan packs at
+    # once (the format, shape, dtype and x offset passed their checks for it).
+    key = (img.shape, img.dtype, pixel_format, x_offset) if (
+        type(img) is np.ndarray and type(pixel_format) is str and line_stride is None
+        and type(x_offset) is int) else None
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is not None:
+        return plan.pack(img, out)
     fmt = _format(pixel_format)
     comps = _components(img, fmt)
     h, w = comps.shape[:2]
-    strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
-    if out is not None:
-        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        if len(out) != len(fmt.planes):
-            raise LayoutError(f"out: {fmt.name} has {len(fmt.planes)} planes, got {len(out)} buffers")
-        bufs = [check_out(o, h * ls)[:h * ls] for o, ls in zip(out, strides)]
-    else:
-        bufs = [None] * len(fmt.planes)
-    if len(fmt.planes) == 2:
-        # Semi-planar: one C++ pass splits the triples straight into both planes.
-        bufs = [b if b is not None else np.empty(h * ls, np.uint8) for b, ls in zip(bufs, strides)]
-        _core.split_yuv444(np.ascontiguousarray(comps), bufs[0], strides[0], _pre(fmt, 0, x_offset), bufs[1],
-                           strides[1], _pre(fmt, 1, x_offset), fmt.planes[1][0] == B)
-        return PixelPlanes._fast(tuple(bufs), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
-    buf = bufs[0] if bufs[0] is not None else np.empty(h * strides[0], np.uint8)
-    pre = _pre(fmt, 0, x_offset)
-    if fmt.kind == "10bit":
-        if pre == 0 and strides[0] == 4 * w and buf.ctypes.data % 4 == 0:
-            # Lines without padding: the words are the plane.
-            _words(comps, fmt, buf.view(np.uint32))
-            return PixelPlanes._fast((buf,), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
-        comps = _words(comps, fmt)
-    _core.pack_pixel_lines(np.ascontiguousarray(comps), fmt.line_order, buf, strides[0], pre)
-    return PixelPlanes._fast((buf,), strides, fmt.name, (h, w, fmt.comps), int(x_offset))
+    plan = _PixelPlan(fmt, h, w, pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride),
+                      int(x_offset))
+    if fmt.kind in ("8bit", "16bit") and (comps is img or (img.ndim == 2 and comps.base is img)):
+        remember(_PLANS, key, plan, _MAX_PLANS)  # packed as given: no conversion to redo
+    return plan.pack(comps, out)
+
+
+# Plans of pack_pixels by (shape, dtype, format name, x offset) (docs/design.md §5.4): a camera
+# pipeline packs frames of one geometry, and the checks cost more than a small frame's lines.
+_PLANS: dict = {}
+_MAX_PLANS = 512
+
+
+class _PixelPlan:
+    """One checked image geometry: the format, its line strides and plane sizes (docs/nvdla.md §4.4)."""
+
+    __slots__ = ("fmt", "strides", "sizes", "pre", "shape", "x_offset")
+
+    def __init__(self, fmt: PixelFormat, h: int, w: int, strides: tuple, x_offset: int):
+        self.fmt, self.strides, self.x_offset = fmt, strides, x_offset
+        self.sizes = tuple(h * ls for ls in strides)
+        self.pre = tuple(_pre(fmt, p, x_offset) for p in range(len(strides)))
+        self.shape = (h, w, fmt.comps)
+
+    def pack(self, comps: np.ndarray, out) -> PixelPlanes:
+        """Packs the validated components ``(H, W, comps)`` into ``out`` or new planes."""
+        fmt, strides, sizes, pre = self.fmt, self.strides, self.sizes, self.pre
+        if comps.ndim == 2:  # (H, W) of a 1-component format
+            comps = comps[:, :, None]
+        if out is None:
+            bufs = [np.empty(n, np.uint8) for n in sizes]
+        else:
+            out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            if len(out) != len(sizes):
+                raise LayoutError(f"out: {fmt.name} has {len(sizes)} planes, got {len(out)} buffers")
+            bufs = [check_out(o, n)[:n] for o, n in zip(out, sizes)]
+        if len(sizes) == 2:
+            # Semi-planar: one C++ pass splits the triples straight into both planes.
+            _core.split_yuv444(np.ascontiguousarray(comps), bufs[0], strides[0], pre[0], bufs[1], strides[1], pre[1],
+                               fmt.planes[1][0] == B)
+        else:
+            buf = bufs[0]
+            if fmt.kind == "10bit":
+                if pre[0] == 0 and strides[0] == 4 * self.shape[1] and buf.ctypes.data % 4 == 0:
+                    # Lines without padding: the words are the plane.
+                    _words(comps, fmt, buf.view(np.uint32))
+                    return PixelPlanes._fast(tuple(bufs), strides, fmt.name, self.shape, self.x_offset)
+                comps = _words(comps, fmt)
+            _core.pack_pixel_lines(np.ascontiguousarray(comps), fmt.line_order, buf, strides[0], pre[0])
+        return PixelPlanes._fast(tuple(bufs), strides, fmt.name, self.shape, self.x_offset)
 
 
 @gate("planes")

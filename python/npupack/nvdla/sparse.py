@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npupack._gate import gate
+from npupack._gate import _MAY_SHARE, gate
 from npupack.formats.aliases import registry_words
 from npupack import _core
 from npupack.errors import LayoutError
-from npupack.layout import check_int, check_out, little_endian
+from npupack.layout import _U8, check_int, check_out, little_endian
 from npupack.nvdla.config import NV_FULL, Config, PRECISIONS, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -190,17 +190,19 @@ def _compress(raw: np.ndarray, es: int, group: int, out=None, counts=None) -> di
     or by the padding), which must not land in the caller's bytes after the surface."""
     n = raw.size // es
     if out is None:
-        data = np.empty(_surface(n * es), dtype=np.uint8)
+        data = np.empty(_surface(n * es), _U8)
     else:
-        if counts is None:
-            counts = _core.sparse_count(raw, n, es, group)
-        need = _surface(int(counts.sum()) * es)
+        if counts is not None:
+            nonzero = int(counts.sum())
+        else:  # the count of one group as long as the stream: no array reduction per call
+            nonzero = int(_core.sparse_count(raw, n, es, n)[0]) if n else 0
+        need = _surface(nonzero * es)
         data = check_out(out, need)[:need]
-        if np.may_share_memory(data, raw):
+        if _MAY_SHARE(data, raw):
             raise LayoutError("out: overlaps the memory stream spans; compression reads stream while it writes "
                               "out, so they need separate buffers")
-    wmb = np.empty(_surface(-(-n // 8)), dtype=np.uint8)
-    wgs = np.empty(_surface(4 * -(-n // group)), dtype=np.uint8)
+    wmb = np.empty(_surface(-(-n // 8)), _U8)
+    wgs = np.empty(_surface(4 * -(-n // group)), _U8)
     written = _core.sparse_encode(raw, n, es, group, wmb, data, wgs, SURFACE_ALIGNMENT)
     return dict(weight=data[:_surface(written)], wmb=wmb, wgs=wgs, nonzero=written // es)
 
