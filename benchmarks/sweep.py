@@ -366,9 +366,8 @@ def sweep(families, sizes, threads, args, writer, table):
     largest = int(max(sizes) * 1.25) + MB  # the solved shapes land near, not on, the target
     pools = Pools(largest, args.seed)
     # The npupack output (padded layouts may exceed the target), line-aligned as npupack's own
-    # results are: the kernels that write whole lines stream only into such a buffer
-    # (docs/performance.md §1.1).
-    out = npupack.aligned_empty(largest * 2)
+    # results are, or --offset bytes past a line as an np.empty buffer (docs/performance.md §1.1, 8).
+    out = npupack.aligned_empty(largest * 2 + 64)[args.offset:args.offset + largest * 2]
     dst, src = np.empty(largest * 2, np.uint8), np.ones(largest * 2, np.uint8)
     out.fill(0)
     dst.fill(0)
@@ -459,6 +458,9 @@ def main(argv=None):
                    help="seconds of alternation per point and thread count (default 0.15, --quick 0.1)")
     p.add_argument("--min-rounds", type=int, default=5, help="rounds per point at least, whatever the budget")
     p.add_argument("--max-rounds", type=int, default=100, help="rounds per point at most")
+    p.add_argument("--offset", type=int, default=0, choices=range(64), metavar="0-63",
+                   help="bytes past a 64-byte line where the npupack output starts (NumPy's large "
+                        "np.empty buffers: 16); default 0")
     p.add_argument("--threads", type=int, default=None,
                    help="the 'all threads' count (default: the CPUs this process may run on)")
     args = p.parse_args(argv)

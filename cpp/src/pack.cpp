@@ -123,7 +123,8 @@ bool pack_checked(const BlockedLayout& L, const char* logical, const std::vector
            pack_checked(peel->tail, tail, logical_strides, packed + peel->tail_offset, packed_size - peel->tail_offset,
                         pad, check, fp16_finite);
   }
-  const Plan& plan = cached_plan(L, logical_strides, true, pad);
+  Plan bounced;
+  const Plan& plan = detail::for_output(cached_plan(L, logical_strides, true, pad), packed, bounced);
   if (plan.strategy->runs == Strategy::Runs::kWalk) {
     if (plan.outer_slabs()) {
       if (!plan.fills_holes) detail::fill_hole_blocks(L, packed, pad);

@@ -40,6 +40,12 @@ inline constexpr int64_t kStreamBytes = 4 << 20;             // tile_blocks: out
 inline constexpr int64_t kStreamLinesBytes = 8 << 20;
 inline constexpr int64_t kDenseTileBytes = 8 << 20;          // tile_blocks: outputs that take it whatever the holes
 inline constexpr int64_t kStreamTransposeBytes = 16 << 20;   // transposes: outputs written with streaming stores
+// A streamed plan whose output does not start on a 64-byte line (NumPy's large buffers start 16
+// bytes past one) packs slab by slab into a line-aligned buffer of at most this size, which stays
+// in L1, and streams each slab out (Plan::bounce; docs/performance.md §8). Larger slabs did not
+// pay; slabs of fewer bytes would leave most of their lines partial at the two ends.
+inline constexpr int64_t kBounceBytes = 32 * 1024;
+inline constexpr int64_t kMinBounceBytes = 2048;
 
 struct Loop {
   int axis;        // innermost layout axis of this loop (stride and count are taken from it)
@@ -72,6 +78,8 @@ struct Plan {
   bool stream = false;               // transposes use streaming stores
   bool stream_lines = false;         // ... in whole lines (Streaming::kWholeLines)
   bool row_gaps = false;             // pack zeroes the gaps between rows itself
+  size_t bounce = 0;                 // stream: loop whose steps are whole packed slabs to bounce (0: none)
+  bool bouncing = false;             // this copy runs bounced (for_output): no streaming below bounce
   bool fills_holes = false;          // packing writes every hole: the fill pass is skipped
   bool split = false;                // the outer loop's steps are split across threads
   int64_t grain = 0;                 // split: steps per range at least
@@ -123,6 +131,13 @@ enum TileRule { kNoTiles = 0, kSparseLarge, kDenseWide, kScattered };
 TileRule tile_blocks_rule(const Plan& p);
 size_t plan_tiled_nest(const Plan& p);
 bool plan_fills_holes(Plan& p);
+
+// The loop (>= 1) whose every step writes one contiguous packed slab of at most kBounceBytes,
+// every byte of it, where a streamed plan may bounce; 0 where none does (bounce.cpp).
+size_t plan_bounce(const Plan& p);
+// `p` itself, or where `p` streams and may bounce but `packed` does not start on a 64-byte line,
+// a copy in `storage` that bounces its slabs (Walker::rec) instead of streaming below them.
+const Plan& for_output(const Plan& p, const char* packed, Plan& storage);
 
 // The walk takes layouts whose swizzled dims are stored as whole blocks (run_extended.cpp).
 bool walk_takes(const BlockedLayout& L);

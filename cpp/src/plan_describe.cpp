@@ -88,6 +88,12 @@ std::string Plan::describe() const {
         : stream_lines ? "yes, in whole 64-byte lines where the output is line-aligned"
                        : "yes")
     << "\n";
+  if (bounce != 0) {
+    int64_t slab = eb;
+    for (size_t j = bounce + 1; j < loops.size(); ++j) slab *= loops[j].extent;
+    o << "  output not on a 64-byte line: each step of loop " << bounce << " (" << slab
+      << " bytes) packed in a line-aligned buffer, then streamed out\n";
+  }
   // Only the row copies and the batched transposes take the range the walk hands them.
   const std::string name = strategy->name;
   const bool taken = prefetch_slabs && (name == "copy_rows" || name == "batch_pairs");

@@ -22,7 +22,7 @@ Walker::Walker(const Plan& plan) : P(plan) {
 void Walker::run(const char* logical_in, char* logical_out, const char* packed_in, char* packed_out) {
   lin = logical_in; lout = logical_out; pin = packed_in; pout = packed_out;
   rec(0, P.origin, 0);
-  if (P.stream) stream_fence();
+  if (P.stream || P.bouncing) stream_fence();
 }
 
 void Walker::run_outer(int64_t lo, int64_t hi, const char* logical_in, char* logical_out, const char* packed_in,
@@ -41,10 +41,13 @@ void Walker::run_outer(int64_t lo, int64_t hi, const char* logical_in, char* log
     base[lp.dim] = saved;
     idx[lp.axis] = 0;
   }
-  if (P.stream) stream_fence();
+  if (P.stream || P.bouncing) stream_fence();
 }
 
-void run_walk(const Plan& p, const char* logical_in, char* logical_out, const char* packed_in, char* packed_out) {
+void run_walk(const Plan& plan, const char* logical_in, char* logical_out, const char* packed_in,
+              char* packed_out) {
+  Plan bounced;
+  const Plan& p = for_output(plan, packed_out, bounced);
   if (!p.split) return Walker(p).run(logical_in, logical_out, packed_in, packed_out);
   for_outer_ranges(p, [&](Walker& w, int64_t lo, int64_t hi) {
     w.run_outer(lo, hi, logical_in, logical_out, packed_in, packed_out);
@@ -64,13 +67,31 @@ void Walker::rec(size_t li, int64_t loff, int64_t poff) {
     enter(lp, i, saved);
     if (li == 0) outer_i = i;
     if (P.prefetch_slabs && li == 1) next_slab_part(i - r.lo, r.n());
-    rec(li + 1, loff + i * lp.lstep, poff + i * ps);
+    if (P.bouncing && li == P.bounce) {
+      bounce_slab(li, loff + i * lp.lstep, poff + i * ps);
+    } else {
+      rec(li + 1, loff + i * lp.lstep, poff + i * ps);
+    }
     pf_lo = pf_hi = 0;  // a plan whose kernels do not take the range prefetches nothing
   }
   if (!lp.exact) {
     base[lp.dim] = saved;
     idx[lp.axis] = 0;
   }
+}
+
+// One step of the bounce loop (Plan::bounce): its slab packed into the line-aligned buffer, the
+// inner loops' packed offsets taken from the slab's start, then streamed to its place.
+void Walker::bounce_slab(size_t li, int64_t loff, int64_t poff) {
+  int64_t bytes = P.eb;
+  for (size_t j = li + 1; j < P.loops.size(); ++j) bytes *= P.loops[j].extent;
+  if (bounce_buf.size() < static_cast<size_t>(bytes + 64)) bounce_buf.assign(static_cast<size_t>(bytes + 64), 0);
+  char* const slab = bounce_buf.data() + (64 - reinterpret_cast<uintptr_t>(bounce_buf.data()) % 64) % 64;
+  char* const out = pout;
+  pout = slab;
+  rec(li + 1, loff, 0);
+  pout = out;
+  stream_copy(out + poff, slab, bytes);
 }
 
 void Walker::pad_rows(int64_t room, int64_t cols) {

@@ -109,11 +109,13 @@ class Walker {
   std::vector<const char*> row_ptrs;
   std::vector<char> scratch;           // tile_blocks: one transposed b x tile matrix
   std::vector<char> tile_buf;          // tile_blocks: one tile of packed blocks
+  std::vector<char> bounce_buf;        // bounce_slab: one slab of packed bytes (and room to align it)
   std::shared_ptr<const SpreadPlan> spread;  // spread_blocks: the kernel of its column; copies share it
   int64_t spread_col = -1;
 
  private:
   void next_slab_part(int64_t part, int64_t parts);
+  void bounce_slab(size_t li, int64_t loff, int64_t poff);
 };
 
 // Runs f(walker, lo, hi) over ranges of the outermost loop's iterations: all on this thread

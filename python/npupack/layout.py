@@ -366,7 +366,9 @@ def aligned_empty(nbytes) -> np.ndarray:
     NumPy places a large array 16 bytes past a page. The kernels that write whole lines stream an
     output of 8 MiB or more only where it is line-aligned (NVDLA DC weights of 1x1 kernels, and of
     3x3 kernels on CPUs with AVX-512 VBMI; float32 ``nChw16c`` and ``OIhw16i16o``); elsewhere they
-    store plainly. The packers' own results of 1 MiB and more are aligned the same way.
+    pack slab by slab through a line-aligned buffer where the layout has whole slabs of at most
+    32 KiB (docs/performance.md §8), or store plainly. The packers' own results of 1 MiB and more
+    are aligned the same way.
 
     Parameters
     ----------

@@ -1,0 +1,47 @@
+// Streamed plans over an output that does not start on a 64-byte line. Their kernels stream only
+// whole lines of a line-aligned output; elsewhere each store would read its line in first, and
+// past the caches that costs about half the bandwidth. Such a plan packs one slab at a time into
+// a line-aligned buffer that stays in L2 and streams the slab out with the stream-copy kernels,
+// which align the destination themselves (Walker::rec).
+// Spec: docs/design.md §3.8 (streaming stores), §3.12 (the plan and its options).
+#include <cstdint>
+
+#include "plan.hpp"
+#include "strategies.hpp"
+
+namespace npupack {
+namespace detail {
+
+size_t plan_bounce(const Plan& p) {
+  const BlockedLayout& L = *p.layout;
+  const size_t n = p.loops.size();
+  // Every packed byte an element, fixed packed steps, and loops the walk itself runs down to the
+  // pair: the batched transposes take over only the loop just outside it.
+  const bool batch = p.strategy->nest == run_batch_pairs;
+  if (!p.to_packed || L.ragged() || L.has_holes() || (p.strategy->nest != nullptr && !batch)) return 0;
+  // The outermost loop but the first (whose steps the threads share) whose step writes one
+  // contiguous slab: its inner loops' slots are distinct, so they fill [0, span) exactly when
+  // there are span / eb of them.
+  for (size_t li = 1; li + (batch ? 3 : 2) < n; ++li) {
+    int64_t count = 1, last = 0;
+    for (size_t j = li + 1; j < n; ++j) {
+      count *= p.loops[j].extent;
+      last += (p.loops[j].extent - 1) * p.loops[j].pstep;
+    }
+    const int64_t bytes = count * p.eb;
+    if (bytes < kMinBounceBytes) return 0;
+    if (bytes <= kBounceBytes && last + p.eb == bytes) return li;
+  }
+  return 0;
+}
+
+const Plan& for_output(const Plan& p, const char* packed, Plan& storage) {
+  if (p.bounce == 0 || reinterpret_cast<uintptr_t>(packed) % 64 == 0) return p;
+  storage = p;
+  storage.stream = storage.stream_lines = false;
+  storage.bouncing = true;
+  return storage;
+}
+
+}  // namespace detail
+}  // namespace npupack
