@@ -127,7 +127,8 @@ def test_pass_refuses_a_descriptor_that_places_rows_elsewhere():
 def test_pass_refuses_a_descriptor_of_another_order_or_sizes():
     """The descriptor must be the image mapping itself: C' before the rows of a row group, a kernel
     group of another size, or kernels per group beyond any size are refused before anything is
-    written; byte-swapped elements are a TypeError."""
+    written, also right after the right descriptor passed (the pass remembers the last descriptor
+    that passed, by its id and the parameters); byte-swapped elements are a TypeError."""
     from npupack.layout import BlockedLayout, Dim
 
     w = np.ones((40, 3, 8, 3), np.int8)
@@ -135,10 +136,13 @@ def test_pass_refuses_a_descriptor_of_another_order_or_sizes():
     c_first = BlockedLayout([Dim("K", 40, (32,), ragged=True), Dim("C", 12), Dim("R", 8, (2,), ragged=True),
                              Dim("S", 1)], [("K", 0), ("R", 0), ("K", 1), ("C", 0), ("R", 1), ("S", 0)], np.int8)
     assert c_first.nbytes == right.nbytes
+    good = np.zeros(right.nbytes, np.uint8)
+    _core.image_weights_pack(w, good, 4, 2, 32, 64, right._core)
     out = np.full(right.nbytes, 0xA5, np.uint8)
     for bad, kpg in ((c_first, 32), (right, 16), (right, 2**62), (right, 2**63 - 1)):
         with pytest.raises(LayoutError, match="descriptor"):  # its order, or its tiles
             _core.image_weights_pack(w, out, 4, 2, kpg, 64, bad._core)
+        _core.image_weights_pack(w, good, 4, 2, 32, 64, right._core)
     assert (out == 0xA5).all()
     with pytest.raises(TypeError, match="big-endian"):
         _core.image_weights_pack(w.astype(">i2"), out, 4, 2, 16, 64,

@@ -151,7 +151,13 @@ void check_image_weights(const ImageWeightsSpec& sp, const BlockedLayout& full, 
   // The closed form must be the descriptor's: `full` must be the image mapping itself, dim for dim
   // and loop for loop (a sampled offset or two would let a reordered or swizzled descriptor through).
   // A tile above its extent maps as the extent: kpg and cpb are clamped so that no size is computed
-  // from a huge one.
+  // from a huge one. Building the mapping to compare costs more than a small layer's pass, so the
+  // last descriptor that passed is remembered per thread: by its id (never reused; a descriptor
+  // never changes) and the parameters it was compared for.
+  const int64_t key[8] = {sp.k, sp.r, geo.x, sp.f, std::min(sp.kpg, sp.k), std::min(sp.cpb, geo.x), sp.es,
+                          static_cast<int64_t>(full.id())};
+  thread_local int64_t passed[8] = {};
+  if (std::equal(key, key + 8, passed)) return;
   const auto dim = [](const char* name, int64_t extent, int64_t tile) {
     DimSpec d;
     d.name = name, d.extent = extent;
@@ -188,6 +194,7 @@ void check_image_weights(const ImageWeightsSpec& sp, const BlockedLayout& full, 
            storage(x) == storage(y) && x.divisors == y.divisors;
   }
   if (!same) throw LayoutError("image weights: the descriptor is not the image mapping the pass writes");
+  std::copy(key, key + 8, passed);
 }
 
 void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSpec& sp, const BlockedLayout& full,

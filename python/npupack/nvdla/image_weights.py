@@ -12,8 +12,9 @@ from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import BlockedLayout, Dim, check_int, is_int, remember
 from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
+from npupack.nvdla.pixel import _format
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_single_group,
-                                    check_stride, check_unit_scale, kcrs, write_surfaces)
+                                    check_stride, check_unit_scale, kcrs, roundup, write_surfaces, write_uncompressed)
 
 __all__ = ["post_extension_factor"]
 
@@ -69,7 +70,8 @@ def _plan_key(w, precision, config, groups, stride, pixel_format, post_extension
               scale, allow_nan):
     if (type(w) is np.ndarray and compress is False and type(groups) is int and groups == 1
             and type(config) is Config and (precision is None or type(precision) is str)
-            and type(stride) is tuple and all(type(v) is int for v in stride) and type(pixel_format) is str
+            and type(stride) is tuple and len(stride) == 2 and type(stride[0]) is int and type(stride[1]) is int
+            and type(pixel_format) is str
             and (type(post_extension) is str or type(post_extension) is int) and type(rounding) is str
             and type(saturate) is bool and type(scale) is float and type(allow_nan) is bool):
         return (w.shape, w.dtype, precision, config, stride, pixel_format, post_extension, rounding, saturate,
@@ -80,8 +82,6 @@ def _plan_key(w, precision, config, groups, stride, pixel_format, post_extension
 def pack_image(w, *, precision, config, groups, stride, pixel_format, post_extension, compress, rounding,
                saturate, scale, allow_nan, out) -> WeightSurfaces:
     """kind="image" of :func:`pack_weights` (docs/nvdla.md §8)."""
-    from npupack.nvdla.pixel import _format
-
     key = _plan_key(w, precision, config, groups, stride, pixel_format, post_extension, compress, rounding, saturate,
                     scale, allow_nan)
     plan = _PLANS.get(key) if key is not None else None
@@ -127,21 +127,25 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
                   kernel_groups=-(-k // kpg), bytes_per_kernel=c_ext * r * es, meaningful_bytes=meaningful,
                   config=config, post_extension=f, pixel_format=fmt.name)
 
+    desc, cpb, surface = layout._core, config.channels_per_block, roundup(meaningful, config.weight_size_alignment)
+
     def run(arr: np.ndarray, out) -> WeightSurfaces:
         elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
-        fields = write_surfaces(
-            lambda buf: _core.image_weights_pack(elems, buf, cdata, f, kpg, config.channels_per_block, layout._core),
-            meaningful, precision=precision, config=config, kernel_group_elements=kpg * c_ext * r, compress=compress,
-            tail=config.weight_size_alignment, out=out)
-        return WeightSurfaces._fast(**result, **fields)
+        if compress is not False:
+            fields = write_surfaces(lambda buf: _core.image_weights_pack(elems, buf, cdata, f, kpg, cpb, desc),
+                                    meaningful, precision=precision, config=config,
+                                    kernel_group_elements=kpg * c_ext * r, compress=compress,
+                                    tail=config.weight_size_alignment, out=out)
+            return WeightSurfaces._fast(**result, **fields)
+        # Uncompressed: straight to the surface and the result (a small layer's call is mostly Python).
+        return WeightSurfaces._with_weight(result, write_uncompressed(
+            lambda buf: _core.image_weights_pack(elems, buf, cdata, f, kpg, cpb, desc), meaningful, surface, out))
 
     remember(_PLANS, key, run, _MAX_PLANS)
     return run(arr, out)
 
 
 def unpack_image(surfaces: WeightSurfaces, data: np.ndarray, logical: bool) -> np.ndarray:
-    from npupack.nvdla.pixel import _format
-
     k, c_ext, r, _ = surfaces.packed_shape
     layout = image_layout(k, c_ext, r, surfaces.post_extension, surfaces.precision, surfaces.config)
     if data.size < layout.nbytes:

@@ -147,15 +147,15 @@ def pack_weights(w, *, kind: str = _DC, precision: str | None = None, config: Co
     if kind != "dc":
         if kind not in _KINDS:
             raise ValueError(f"kind: {kind!r} is not one of {_KINDS} (docs/nvdla.md §5.1)")
-        pack = {"image": pack_image, "winograd": pack_winograd, "deconv": pack_deconv}[kind]
-        kw = dict(precision=precision, config=config, groups=groups, stride=stride, post_extension=post_extension,
-                  compress=compress, rounding=rounding, saturate=saturate, scale=scale, allow_nan=allow_nan,
-                  out=out)
         if kind == "winograd":
             check_no_pixel_format(pixel_format)
-        else:
-            kw["pixel_format"] = pixel_format
-        return pack(w, **kw)
+            return pack_winograd(w, precision=precision, config=config, groups=groups, stride=stride,
+                                 post_extension=post_extension, compress=compress, rounding=rounding,
+                                 saturate=saturate, scale=scale, allow_nan=allow_nan, out=out)
+        return (pack_image if kind == "image" else pack_deconv)(
+            w, precision=precision, config=config, groups=groups, stride=stride, pixel_format=pixel_format,
+            post_extension=post_extension, compress=compress, rounding=rounding, saturate=saturate, scale=scale,
+            allow_nan=allow_nan, out=out)
     key = _plan_key(w, precision, config, groups) if compress is False else None
     if key is not None:
         # A shape, dtype and option set packed before: every check that does not depend on the

@@ -21,7 +21,7 @@ from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import (_ROUNDINGS, _TARGET_DTYPE, _first_nan, _fp16_all_finite, _fp16_has_inf,
                                    convert_elements, infer_precision)
 from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_single_group, check_stride, kcrs,
-                                    roundup, write_surfaces)
+                                    roundup, write_surfaces, write_uncompressed)
 
 __all__ = ["winograd_layout", "winograd_shape", "WINOGRAD_G"]
 
@@ -89,7 +89,7 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
     if (type(w) is np.ndarray and compress is False and type(groups) is int and groups == 1
             and type(post_extension) is str and post_extension == "auto" and type(config) is Config
             and (precision is None or type(precision) is str) and type(stride) is tuple
-            and all(type(v) is int for v in stride) and type(rounding) is str and type(saturate) is bool
+            and len(stride) == 2 and type(stride[0]) is int and type(stride[1]) is int and type(rounding) is str and type(saturate) is bool
             and type(scale) is float and type(allow_nan) is bool):
         key = (w.shape, w.dtype, precision, config, stride, rounding, saturate, scale, allow_nan)
         plan = _PLANS.get(key)
@@ -137,8 +137,13 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
                   kernel_groups=-(-k // kpg), bytes_per_kernel=c_ext * 16 * element_size(precision),
                   meaningful_bytes=meaningful, config=config, stride=(sy, sx))
 
+    surface = roundup(meaningful, tail)
+
     def run(arr: np.ndarray, out) -> WeightSurfaces:
         src = _checked_values(arr, precision, allow_nan)
+        if compress is False:  # straight to the surface and the result: a small layer's call is mostly Python
+            return WeightSurfaces._with_weight(result, write_uncompressed(
+                lambda buf: _core.winograd_pack(src, buf, *args), meaningful, surface, out))
         fields = write_surfaces(lambda buf: _core.winograd_pack(src, buf, *args), meaningful, precision=precision,
                                 config=config, kernel_group_elements=kpg * c_ext * 16, compress=compress, tail=tail,
                                 out=out)
