@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -119,7 +120,14 @@ PackArgs pack_args(const BlockedLayout& L, const py::array& x, py::array& out) {
   return {std::move(strides), static_cast<const char*>(x.data()), dst, out.nbytes()};
 }
 
-void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, const py::bytes& pad, bool reference) {
+// The bytes of `out` past the layout's, zeroed where the caller asks (zero_tail: NVDLA weight
+// surfaces end in a zero tail; one memset here costs less than a slice assignment in Python).
+void zero_past(const BlockedLayout& L, const PackArgs& a) {
+  if (a.size > L.nbytes()) std::memset(a.dst + L.nbytes(), 0, static_cast<size_t>(a.size - L.nbytes()));
+}
+
+void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, const py::bytes& pad, bool reference,
+                 bool zero_tail) {
   const PackArgs a = pack_args(L, x, out);
   const std::string pad_bytes = pad;
   if (!pad_bytes.empty() && static_cast<int64_t>(pad_bytes.size()) != L.elem_bytes()) {
@@ -129,12 +137,14 @@ void layout_pack(const BlockedLayout& L, const py::array& x, py::array out, cons
   py::gil_scoped_release release;
   if (reference) npupack::pack_reference(L, a.src, a.strides, a.dst, a.size, p);
   else npupack::pack(L, a.src, a.strides, a.dst, a.size, p);
+  if (zero_tail) zero_past(L, a);
 }
 
 // Packs binary16 bit patterns (C-contiguous, aligned; float16 itself or its uint16 view) with zero
 // padding unless one is INF or NaN: then returns false with `out` partly written (the caller takes
-// its slow path). Taking float16 as it is spares the caller a view per call.
-bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array& x, py::array out) {
+// its slow path). Taking float16 as it is spares the caller a view per call. zero_tail as for
+// layout_pack, once the tensor was found finite.
+bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array& x, py::array out, bool zero_tail) {
   const py::dtype dt = x.dtype();
   if (dt.itemsize() != 2 || (dt.kind() != 'f' && dt.kind() != 'u') || dt.byteorder() == '>') {
     throw py::type_error("pack_finite_fp16: x must be float16 or uint16 (binary16 bit patterns) in native byte order");
@@ -144,9 +154,12 @@ bool layout_pack_finite_fp16(const BlockedLayout& L, const py::array& x, py::arr
   }
   const PackArgs a = pack_args(L, x, out);
   py::gil_scoped_release release;
-  return npupack::pack_checked(L, a.src, a.strides, a.dst, a.size, nullptr, [](const char* slab, int64_t bytes) {
+  const auto finite_slab = [](const char* slab, int64_t bytes) {
     return npupack::fp16_first_nonfinite(reinterpret_cast<const uint16_t*>(slab), bytes / 2) < 0;
-  }, true);
+  };
+  const bool finite = npupack::pack_checked(L, a.src, a.strides, a.dst, a.size, nullptr, finite_slab, true);
+  if (finite && zero_tail) zero_past(L, a);
+  return finite;
 }
 
 void layout_unpack(const BlockedLayout& L, const py::array& buf, py::array out, bool reference) {
@@ -228,8 +241,8 @@ PYBIND11_MODULE(_core, m) {
              return L.offset_of(index.data());
            })
       .def("pack", &layout_pack, py::arg("x"), py::arg("out"), py::arg("pad") = py::bytes(),
-           py::arg("reference") = false)
-      .def("pack_finite_fp16", &layout_pack_finite_fp16, py::arg("x"), py::arg("out"))
+           py::arg("reference") = false, py::arg("zero_tail") = false)
+      .def("pack_finite_fp16", &layout_pack_finite_fp16, py::arg("x"), py::arg("out"), py::arg("zero_tail") = false)
       .def("unpack", &layout_unpack, py::arg("buf"), py::arg("out"), py::arg("reference") = false);
 
 }

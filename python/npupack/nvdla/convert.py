@@ -170,14 +170,15 @@ def _fp16_all_finite(x: np.ndarray) -> bool:
         _core.fp16_first_nonfinite(x.reshape(-1).view(np.uint16)) < 0
 
 
-def _pack_if_finite_fp16(layout, x: np.ndarray, buf: np.ndarray) -> bool:
+def _pack_if_finite_fp16(layout, x: np.ndarray, buf: np.ndarray, zero_tail: bool = False) -> bool:
     """Pack float16 ``x`` (shape ``layout.shape``) into ``buf`` with the INF/NaN check of
     :func:`convert_elements` run slab by slab just before each slab is packed, instead of as a
     separate pass over the whole tensor (see ``BlockedLayout._pack_finite_fp16_into``). False,
     ``buf`` partly written, when ``x`` is not a C-contiguous aligned float16 array or holds INF
-    or NaN: the caller then converts (docs/nvdla.md §2.1, 14) and packs."""
+    or NaN: the caller then converts (docs/nvdla.md §2.1, 14) and packs. ``zero_tail``: when it
+    returns True, the bytes of ``buf`` past the layout's are zeroed too."""
     return (x.dtype == _F16 and x.flags.c_contiguous and x.flags.aligned
-            and layout._core.pack_finite_fp16(x, buf))
+            and layout._core.pack_finite_fp16(x, buf, zero_tail))
 
 
 _F16 = np.dtype(np.float16)

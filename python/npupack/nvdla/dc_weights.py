@@ -177,14 +177,15 @@ class _DcPlan:
         # float16 weights: the INF/NaN check runs per kernel group as it is packed; only a
         # tensor with INF or NaN takes the full conversion (which raises or saturates) and
         # is packed again.
+        # Dense surfaces: the engine zeroes the tail past the layout's bytes itself.
         if arr.dtype is self.direct:
-            self.core.pack(arr, buf)
-        elif not (g == 1 and self.precision == "fp16" and _pack_if_finite_fp16(self.layout, arr, buf)):
+            self.core.pack(arr, buf, b"", False, True)
+        elif not (g == 1 and self.precision == "fp16" and _pack_if_finite_fp16(self.layout, arr, buf, True)):
             elems = convert_elements(arr, self.precision, what="w", rounding=rounding, saturate=saturate,
                                      allow_nan=allow_nan)
             _pack_dc(self.layout, elems, g, self.kpg, self.config, buf, zeroed=out is None)
-        if self.tail:
-            buf[self.meaningful:] = 0
+            if self.tail:
+                buf[self.meaningful:] = 0
         # WeightSurfaces._with_weight, inline: one call less for every small layer.
         result = _new(WeightSurfaces)
         d = result.__dict__
