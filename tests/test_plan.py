@@ -55,9 +55,9 @@ def test_list_order_ends_in_reference():
 KNOWN = [
     # NCHW to NCHW: every loop merges into one contiguous run.
     ("NCHW", (2, 3, 4, 5), np.int8, "single_run"),
-    # A tensor of one element in a 16-channel block: two loops left (C/16 clipped, c%16), the
-    # inner one one element of a block, not contiguous on the logical side: runs of elements.
-    ("NCHW16c", (1, 1, 1, 1), np.int8, "copy_runs"),
+    # A tensor of one element in a 16-channel block: C/16 and c%16 are two digits of one padded
+    # dim, contiguous on both sides: one loop over C's elements, clipped to its one element.
+    ("NCHW16c", (1, 1, 1, 1), np.int8, "single_run"),
     # NCHW16c with C = 16, fp16: H*W merges; W contiguous logically, c%16 in the packed buffer:
     # a 16 x (H*W) transpose, nothing outside it.
     ("NCHW16c", (1, 16, 32, 32), np.float16, "transpose"),
@@ -80,6 +80,24 @@ def test_known_strategies(layout, shape, dtype, expected):
     assert (pos, total) == (ORDER.index(expected) + 1, len(ORDER))
     assert plan.strategy(layout, shape, dtype) == expected
     _check_bytes(layout, shape, dtype)
+
+
+@pytest.mark.parametrize("shape", [(60, 70, 1, 1), (64, 70, 1, 1), (60, 64, 1, 1), (33, 17, 1, 1), (5, 40, 1, 1)],
+                         ids=str)
+@pytest.mark.parametrize("pad_value", [0, 7])
+def test_digits_of_a_padded_dim_merge_into_one_clipped_loop(shape, pad_value):
+    """I/16 and i%16 of OIHW16i16o with I % 16 != 0 are contiguous on both sides: one loop over I's
+    elements, clipped to I, so the pair runs one wide transpose per O block (docs/design.md §3.2);
+    the holes past I and O get the pad value, the bytes are NumPy's."""
+    from tests.reference import blocked as ref_blocked
+
+    text = plan.describe("OIHW16i16o", shape, np.float16, pad_value=pad_value)
+    assert f"I/outer*I%16  extent {-(-shape[1] // 16) * 16}" in text, text
+    lay = npupack.Layout.parse("OIHW16i16o")
+    x = np.random.default_rng(9).standard_normal(shape).astype(np.float16)
+    expected = ref_blocked.pack_transpose(x, lay.logical, lay.outer, [(t.dim, t.size, None) for t in lay.tiles],
+                                          np.float16(pad_value))
+    assert np.array_equal(npupack.pack(x, "OIHW16i16o", pad_value=pad_value), expected)
 
 
 def test_ragged_dc_weights_batch_the_kernels_of_a_group():

@@ -18,13 +18,19 @@ void merge_contiguous(Plan& p) {
     if (!merged.empty()) {
       Loop& outer = merged.back();
       const bool packed_ok = L.ragged() || outer.pstep == lp.extent * lp.pstep;
-      if (outer.exact && lp.exact && outer.lstep == lp.extent * lp.lstep && packed_ok) {
+      // Two digits of one padded dim (os_is_yx_isv16_osv16's i/16 and i%16 with I % 16 != 0) are
+      // one loop over the dim's elements, clipped to its extent like each of them (Walker::range);
+      // the holes past it are filled apart. The pair then runs one wide transpose, not a batch
+      // of 16-column ones.
+      const bool digits = !L.ragged() && outer.dim == lp.dim && outer.weight == lp.extent * lp.weight;
+      if (((outer.exact && lp.exact) || digits) && outer.lstep == lp.extent * lp.lstep && packed_ok) {
         outer.axis = lp.axis;
         outer.dim = lp.dim;
         outer.extent *= lp.extent;
         outer.weight = lp.weight;
         outer.lstep = lp.lstep;
         outer.pstep = lp.pstep;
+        outer.exact = outer.exact && lp.exact;
         continue;
       }
     }
