@@ -100,6 +100,28 @@ def test_digits_of_a_padded_dim_merge_into_one_clipped_loop(shape, pad_value):
     assert np.array_equal(npupack.pack(x, "OIHW16i16o", pad_value=pad_value), expected)
 
 
+@pytest.mark.parametrize("shape", [(1, 16, 500, 300), (1, 12, 500, 300), (1, 5, 997, 1009)], ids=str)
+def test_a_lone_pair_splits_its_columns_across_threads(shape):
+    """nChw16c of one channel block has no outer loop for the threads: with two threads H*W is cut
+    into 4 to 8 equal chunks, an outer loop the threads share (docs/design.md §3.12), where it
+    divides so; the bytes are the one-thread bytes and NumPy's."""
+    from tests.reference import blocked as ref_blocked
+
+    lay = npupack.Layout.parse("nChw16c")
+    x = np.random.default_rng(11).integers(-128, 128, shape).astype(np.int8)
+    hw = shape[2] * shape[3]
+    divides = any(hw % steps == 0 for steps in range(4, 9))
+    with npupack.num_threads(2):
+        text = plan.describe("nChw16c", shape, np.int8)
+        assert ("threads: 2" in text) == divides, text
+        two = npupack.pack(x, "nChw16c")
+    with npupack.num_threads(1):
+        assert "threads: 1" in plan.describe("nChw16c", shape, np.int8)
+        one = npupack.pack(x, "nChw16c")
+    expected = ref_blocked.pack_transpose(x, lay.logical, lay.outer, [(t.dim, t.size, None) for t in lay.tiles], 0)
+    assert np.array_equal(one, expected) and np.array_equal(two, expected)
+
+
 def test_ragged_dc_weights_batch_the_kernels_of_a_group():
     # NVDLA DC weights (docs/nvdla.md §6.1): ragged K and C blocks; R*S is logically contiguous and
     # pairs with the channel block c%64; the kernels of a group (k%32) are the batch.

@@ -168,6 +168,7 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
       p.stream = p.stream_lines || (how == Streaming::kPerMatrix && L.nbytes() >= kStreamTransposeBytes);
     }
     p.fills_holes = to_packed && plan_fills_holes(p);
+    split_pair_for_threads(p);
     // Large layouts with an independent outermost loop are split across threads, in ranges of
     // about half of kParallelBytes of output (parallel_for then uses as many threads as there are
     // such ranges, up to num_threads).

@@ -130,6 +130,7 @@ void group_transpose_rows(Plan& p);
 enum TileRule { kNoTiles = 0, kSparseLarge, kDenseWide, kScattered };
 TileRule tile_blocks_rule(const Plan& p);
 size_t plan_tiled_nest(const Plan& p);
+void split_pair_for_threads(Plan& p);
 bool plan_fills_holes(Plan& p);
 
 // The loop (>= 1) whose every step writes one contiguous packed slab of at most kBounceBytes,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "npupack/parallel.hpp"
 #include "npupack/transpose.hpp"
 #include "plan.hpp"
 
@@ -260,6 +261,39 @@ size_t plan_tiled_nest(const Plan& p) {
 // tiles covering the buffer, or a transposed pair whose only holes are the tails of the
 // innermost loop's blocks (every other dim exact, no padding, no stride gaps), which it writes
 // whole from pad rows. pack() then skips the separate fill pass.
+// A large plan of one pair and nothing outside it but loops of one step (Kneron's channel blocks
+// of 16 or fewer channels over H*W; a single surface) has no outer loop for the threads to share:
+// its x loop, run whole, becomes an outer count of equal chunks, first, and the chunk, where its
+// extent divides into 2 to 4 chunks per thread (a loop of one step runs the same anywhere). Not
+// where the pair zeroes the gaps after its rows (the gap after a chunk's last row would be left)
+// or a table or tile plan runs x whole.
+void split_pair_for_threads(Plan& p) {
+  const BlockedLayout& L = *p.layout;
+  const int64_t threads = num_threads();
+  const size_t n = p.loops.size();
+  if (n < 2 || !p.loops[n - 2].exact || threads < 2 || L.nbytes() < kParallelBytes || p.tiles || p.nest != n ||
+      p.group >= 2 || !p.row_off.empty() || p.row_gaps) {
+    return;
+  }
+  for (size_t i = 0; i + 2 < n; ++i) {
+    if (p.loops[i].extent != 1) return;
+  }
+  Loop& x = p.loops[n - 2];
+  for (int64_t steps = 2 * threads; steps <= 4 * threads; ++steps) {
+    if (x.extent % steps != 0) continue;
+    const int64_t chunk = x.extent / steps;
+    Loop outer = x;
+    outer.extent = steps;
+    outer.weight = x.weight * chunk;
+    outer.lstep = x.lstep * chunk;
+    outer.pstep = x.pstep * chunk;
+    x.extent = chunk;
+    p.loops.insert(p.loops.begin(), outer);
+    p.nest = p.loops.size();
+    return;
+  }
+}
+
 bool plan_fills_holes(Plan& p) {
   const BlockedLayout& L = *p.layout;
   if (p.to_packed && row_gaps_possible(p)) return p.row_gaps = true;
