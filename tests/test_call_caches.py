@@ -339,3 +339,30 @@ def test_kneron_plan_with_strides_refuses_float_strides_equal_to_its_key():
         assert np.array_equal(kneron.pack(y, "1W16C8B", chip="kl730", stride_npu=st_)[:expected.size], expected)
         with pytest.raises(TypeError, match=str(first.value)[:20]):
             kneron.pack(y, "1W16C8B", chip="kl730", stride_npu=tuple(float(v) for v in st_))
+        # A bool equal to an entry (True for 1), in the strides or the shape, is refused too.
+        with pytest.raises(TypeError, match="stride_npu"):
+            kneron.pack(y, "1W16C8B", chip="kl730", stride_npu=tuple(True if v == 1 else v for v in st_))
+        with pytest.raises(TypeError, match="shape"):
+            kneron.nbytes("1W16C8B", (True,) + y.shape[1:], chip="kl730", stride_npu=st_)
+
+
+def test_pixel_planes_that_overlap_each_other_are_refused():
+    """The Y and UV planes of a semi-planar format are written by rows on several threads: a tuple
+    ``out`` whose two planes share bytes is refused before anything is written (a cached plan
+    too), and the C++ split refuses such planes itself."""
+    from npupack import _core
+
+    img = RNG.integers(0, 256, (8, 9, 3), dtype=np.uint8)
+    name = "T_Y8___U8V8_N444"
+    planes = nvdla.pack_pixels(img, name).planes
+    raw = np.full(planes[0].size + planes[1].size, 0xA5, np.uint8)
+    for _ in range(2):
+        with pytest.raises(LayoutError, match="out: the two planes"):
+            nvdla.pack_pixels(img, name, out=(raw, raw[planes[0].size - 1:]))
+    assert (raw == 0xA5).all()
+    with pytest.raises(LayoutError, match="overlap"):
+        _core.split_yuv444(img, raw, 32, 0, raw[16:], 32, 0, False)
+    assert (raw == 0xA5).all()
+    # An image of no pixels per row: nothing to write, and no division by its zero strides.
+    _core.split_yuv444(np.zeros((2, 0, 3), np.uint8), np.zeros(0, np.uint8), 0, 0, np.zeros(0, np.uint8), 0, 0,
+                       False)

@@ -114,6 +114,7 @@ def test_a_lone_pair_splits_its_columns_across_threads(shape):
     with npupack.num_threads(2):
         text = plan.describe("nChw16c", shape, np.int8)
         assert ("threads: 2" in text) == divides, text
+        assert "strategy: transpose" in text, text  # the threads run the chunks: never a batch of them
         two = npupack.pack(x, "nChw16c")
     with npupack.num_threads(1):
         assert "threads: 1" in plan.describe("nChw16c", shape, np.int8)

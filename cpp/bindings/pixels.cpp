@@ -192,6 +192,8 @@ void bind_pixels(py::module_& m) {
         const char* src = static_cast<const char*>(yuv.data());
         char* yd = writable_bytes(y, "y");
         char* ud = writable_bytes(uv, "uv");
+        // The two planes are written by rows on several threads: shared bytes would race.
+        no_overlap(yd, static_cast<int64_t>(y.nbytes()), ud, static_cast<int64_t>(uv.nbytes()), fn);
         py::gil_scoped_release release;
         npupack::split_yuv444(src, h, w, w * 3 * eb, eb, v_first, yd, y_stride, y_pre, ud, uv_stride, uv_pre);
       },

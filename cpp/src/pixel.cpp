@@ -98,7 +98,8 @@ void split_plane(const char* yuv, int64_t h, int64_t w, int64_t src_row, int64_t
                  int64_t y_stride, int64_t y_pre, char* uv, int64_t uv_stride, int64_t uv_pre) {
   const kernels::YuvSplitFn row = kernels::select_yuv_split(static_cast<int>(eb)).run;
   const int64_t y_row = w * eb, uv_row = 2 * y_row;
-  const int64_t grain = kParallelBytes / (y_stride + uv_stride) + 1;
+  const int64_t line_bytes = y_stride + uv_stride;
+  const int64_t grain = line_bytes > 0 ? kParallelBytes / line_bytes + 1 : 1;
   parallel_for(h, grain, [&](int64_t lo, int64_t hi) {
     kernels::YuvSplitArgs a;
     a.n = w;

@@ -257,10 +257,6 @@ size_t plan_tiled_nest(const Plan& p) {
   return first == n - 2 ? n : first;
 }
 
-// True when packing writes every hole itself: the gaps between rows (row_gaps), whole-block
-// tiles covering the buffer, or a transposed pair whose only holes are the tails of the
-// innermost loop's blocks (every other dim exact, no padding, no stride gaps), which it writes
-// whole from pad rows. pack() then skips the separate fill pass.
 // A large plan of one pair and nothing outside it but loops of one step (Kneron's channel blocks
 // of 16 or fewer channels over H*W; a single surface) has no outer loop for the threads to share:
 // its x loop, run whole, becomes an outer count of equal chunks, first, and the chunk, where its
@@ -294,6 +290,10 @@ void split_pair_for_threads(Plan& p) {
   }
 }
 
+// True when packing writes every hole itself: the gaps between rows (row_gaps), whole-block
+// tiles covering the buffer, or a transposed pair whose only holes are the tails of the
+// innermost loop's blocks (every other dim exact, no padding, no stride gaps), which it writes
+// whole from pad rows. pack() then skips the separate fill pass.
 bool plan_fills_holes(Plan& p) {
   const BlockedLayout& L = *p.layout;
   if (p.to_packed && row_gaps_possible(p)) return p.row_gaps = true;

@@ -30,6 +30,9 @@ bool x_tail(const Plan& p, const Loop& b, const Loop& x, const Loop& in) {
 bool batch_pairs_applies(const Plan& p) {
   const size_t n = p.loops.size();
   if (!p.plain_pair() || n < 3) return false;
+  // A split plan's outermost loop is run in ranges by the threads (run_outer), step by step: a
+  // batch over it would never run.
+  if (p.split && n == 3) return false;
   const Loop& b = p.loops[n - 3];
   const Loop& x = p.loops[n - 2];
   const Loop& in = p.loops[n - 1];

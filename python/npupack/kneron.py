@@ -9,7 +9,6 @@ entry into a low and a high byte entry (a C++ pass). Every byte without an eleme
 """
 from __future__ import annotations
 
-import operator
 from enum import IntEnum
 from typing import Optional
 
@@ -219,17 +218,25 @@ def _clear_lsb(lay: DataLayout, chip: str, clear_lsb) -> bool:
     return chip in V2_CHIPS and lay in (DataLayout.KP_8W1C16B, DataLayout.KP_RAW_16B)
 
 
+def _plain_int(v) -> int:
+    """``v`` when it is exactly an int (a key of _PLANS may hold it); TypeError otherwise."""
+    if type(v) is not int:
+        raise TypeError(v)
+    return v
+
+
 def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
     """(DataLayout, chip, engine descriptor, engine shape, output bytes, scalar dtype); cached,
     because a model's tensors are re-laid out with the same parameters on every inference."""
     shape = cache_safe(shape, "shape")
     stride_npu, stride_onnx = cache_safe(stride_npu, "stride_npu", 0), cache_safe(stride_onnx, "stride_onnx", 0)
     try:
-        # operator.index and type(layout): a float dimension or layout value (and True for 1) must
-        # not hit the entry of its integer twin (they are errors).
-        key = (type(layout), layout, tuple(map(operator.index, shape)), chip,
-               None if stride_npu is None else tuple(map(operator.index, stride_npu)),
-               None if stride_onnx is None else tuple(map(operator.index, stride_onnx)))
+        # Plain ints only, and type(layout): a float or bool dimension, stride or layout value (True
+        # for 1) must not hit the entry of its integer twin (they are errors); other integer types
+        # are checked on every call.
+        key = (type(layout), layout, tuple(map(_plain_int, shape)), chip,
+               None if stride_npu is None else tuple(map(_plain_int, stride_npu)),
+               None if stride_onnx is None else tuple(map(_plain_int, stride_onnx)))
         hit = _PLANS.get(key)
     except TypeError:
         key = hit = None

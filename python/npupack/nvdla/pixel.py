@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from npupack._gate import gate
+from npupack._gate import _MAY_SHARE, gate
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import as_byte_buffer, check_bool, check_dims, check_int, check_out, little_endian, remember
@@ -372,6 +372,8 @@ class _PixelPlan:
             if len(out) != len(sizes):
                 raise LayoutError(f"out: {fmt.name} has {len(sizes)} planes, got {len(out)} buffers")
             bufs = [check_out(o, n)[:n] for o, n in zip(out, sizes)]
+            if len(bufs) == 2 and _MAY_SHARE(bufs[0], bufs[1]):
+                raise LayoutError(f"out: the two planes of {fmt.name} overlap; each plane needs its own bytes")
         if len(sizes) == 2:
             # Semi-planar: one C++ pass splits the triples straight into both planes.
             _core.split_yuv444(np.ascontiguousarray(comps), bufs[0], strides[0], pre[0], bufs[1], strides[1], pre[1],
