@@ -9,7 +9,6 @@ import numpy as np
 
 from npupack import _core
 from npupack.formats.aliases import registry_words
-
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.layout import check_out, empty_lines, remember
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size

@@ -319,9 +319,11 @@ def pack_pixels(img, pixel_format, *, line_stride=None, x_offset: int = 0, out=N
     Raises
     ------
     LayoutError
-        Wrong component count or ndim, x offset out of range, bad line stride.
+        Wrong component count or ndim, x offset out of range, bad line stride; an ``out`` with the
+        wrong number of buffers, one too small, read-only or not C-contiguous, one that overlaps
+        ``img``, or two planes that overlap each other.
     TypeError
-        A dtype the format does not take.
+        A dtype the format does not take; an ``out`` buffer that is not a uint8 ndarray.
     ValueError
         Unknown format; 10-bit values out of range.
     """
