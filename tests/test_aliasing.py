@@ -185,3 +185,17 @@ def test_read_only_misaligned_and_short_out_are_refused():
     # A uint8 out at an odd address is fine (bytes have no alignment) and gives the same bytes.
     odd = np.zeros(4097, np.uint8)[1:]
     assert bytes(npupack.pack(x, "NCHW16c", out=odd)) == bytes(npupack.pack(x, "NCHW16c"))
+
+
+def test_the_gate_refuses_an_entry_it_cannot_pass_arguments_to_by_name():
+    """The gate's wrapper is generated with the entry's own parameters and passes them on by name:
+    an entry with ``*args`` / ``**kwargs``, or an ``out`` that is not keyword-only, is refused when
+    it is decorated, not on some later call."""
+    from npupack._gate import gate
+
+    with pytest.raises(TypeError, match="named parameters only"):
+        gate("x")(lambda x, *rest: None)
+    with pytest.raises(TypeError, match="keyword-only"):
+        gate("x")(lambda x, out=None: None)
+    wrapped = gate("x")(lambda x, *, scale=2, out=None: (x, scale, out))
+    assert wrapped(1) == (1, 2, None) and wrapped(x=3, scale=4) == (3, 4, None)

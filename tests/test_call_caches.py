@@ -16,6 +16,7 @@ from tests.reference import nvdla as ref
 RNG = np.random.default_rng(43)
 X8 = RNG.integers(-128, 128, (1, 20, 5, 7), dtype=np.int8)
 W8 = RNG.integers(-128, 128, (20, 9, 3, 3), dtype=np.int8)
+W_IMAGE = RNG.integers(-128, 128, (21, 3, 3, 3), dtype=np.int8)  # a surface with a tail: 756 meaningful bytes
 NCHW16C = npupack.Layout.parse("NCHW16c")
 
 
@@ -34,6 +35,13 @@ def _ref_horizon(x):
 FRONTS = {
     "nvdla.pack_weights": (lambda x, out=None: nvdla.pack_weights(x, out=out).weight, W8,
                            ref.pack_dc_vectorised(W8, kpg=32, cb=64, tail=128)),
+    # Image and Winograd weights take their plans in pack_weights' own first lines; the pass
+    # writes the surface's zero tail.
+    "nvdla.pack_weights image": (
+        lambda x, out=None: nvdla.pack_weights(x, kind="image", pixel_format="T_A8B8G8R8", out=out).weight, W_IMAGE,
+        ref.pack_image_weights(W_IMAGE, 4, 1, kpg=32, cb=64, tail=128)),
+    "nvdla.pack_weights winograd": (lambda x, out=None: nvdla.pack_weights(x, kind="winograd", out=out).weight, W8,
+                                    ref.pack_winograd(W8, "int8", atom=32, kpg=32)[0]),
     "nvdla.pack_feature": (lambda x, out=None: nvdla.pack_feature(x, out=out), X8,
                            ref.pack_feature_vectorised(X8, atom_bytes=32)),
     "npupack.pack": (lambda x, out=None: npupack.pack(x, "NCHW16c", out=out), X8, _ref_nchw16c(X8)),

@@ -326,6 +326,8 @@ def test_vendor_fronts_take_the_registry_words_and_keep_the_old_ones():
     assert np.array_equal(kneron.pack(x, "1W16C8B", target="kl720", chip="kl720"), old)  # agreeing: fine
     with pytest.raises(TypeError, match="target / chip"):
         kneron.pack(x, "1W16C8B", target="kl720", chip="kl520")
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'chip'"):
+        kneron.pack(x, "1W16C8B")  # neither the word nor the parameter it stands for
     assert horizon.aligned_shape((1, 3, 5, 3), "S8", target="x5") == horizon.aligned_shape((1, 3, 5, 3), "S8",
                                                                                             rule="x5")
     y, uv = np.zeros((2, 4), np.uint8), np.ones((1, 2, 2), np.uint8)

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -121,7 +122,7 @@ void bind_weights(py::module_& m) {
   m.def(
       "image_weights_pack",
       [](const py::array& w, py::array out, int64_t cdata, int64_t f, int64_t kpg, int64_t cpb,
-         const npupack::BlockedLayout& full, const std::string& path) {
+         const npupack::BlockedLayout& full, const std::string& path, bool zero_tail) {
         if (w.ndim() != 4) throw LayoutError("image weights: w must be (K, C, R, S)");
         npupack_bindings::require_numeric(w, "w");
         require_native(w, "w");
@@ -137,18 +138,21 @@ void bind_weights(py::module_& m) {
         const int64_t src_bytes = (w.flags() & py::array::c_style) ? static_cast<int64_t>(w.nbytes()) : 0;
         py::gil_scoped_release release;
         npupack::image_weights_pack(src, src_bytes, sp, full, reinterpret_cast<char*>(dst), size);
+        if (zero_tail) std::memset(dst + full.nbytes(), 0, static_cast<size_t>(size - full.nbytes()));
         return full.nbytes();
       },
       py::arg("w"), py::arg("out"), py::arg("cdata"), py::arg("f"), py::arg("kpg"), py::arg("cpb"), py::arg("full"),
-      py::arg("path") = "auto",
+      py::arg("path") = "auto", py::arg("zero_tail") = false,
       "Image-input weights (docs/nvdla.md §8.3-8.5): (K, C, R, S) elements, channels zero-padded to cdata and "
       "pre-extended into pixels, rows written where the image descriptor `full` places them (post-extension factor "
-      "f, channel blocks of cpb); `path` caps the instruction set (for tests). Returns the bytes written.");
+      "f, channel blocks of cpb); `path` caps the instruction set (for tests); `zero_tail` zeroes `out` past them. Returns "
+      "the bytes of the mapping.");
   m.def(
       "winograd_pack",
       [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg,
          const npupack::BlockedLayout& full, int target,
-         int int_rounding, bool fp16_nearest_away, bool saturate, double scale, const std::string& path) {
+         int int_rounding, bool fp16_nearest_away, bool saturate, double scale, const std::string& path,
+         bool zero_tail) {
         if (w.ndim() != 4) throw LayoutError("winograd: w must be (K, C, R, S)");
         require_native(w, "w");
         if (target < 0 || target > 2 || int_rounding < 0 || int_rounding > 2) {
@@ -171,14 +175,15 @@ void bind_weights(py::module_& m) {
         const char* src = static_cast<const char*>(w.data());
         py::gil_scoped_release release;
         npupack::winograd_pack(src, type, sp, full, reinterpret_cast<char*>(dst), size);
+        if (zero_tail) std::memset(dst + full.nbytes(), 0, static_cast<size_t>(size - full.nbytes()));
         return full.nbytes();
       },
       py::arg("w"), py::arg("out"), py::arg("sy"), py::arg("sx"), py::arg("c_pad"), py::arg("kpg"), py::arg("full"),
       py::arg("target"), py::arg("int_rounding"), py::arg("fp16_nearest_away"), py::arg("saturate"), py::arg("scale"),
-      py::arg("path") = "auto",
+      py::arg("path") = "auto", py::arg("zero_tail") = false,
       "Winograd weights (docs/nvdla.md §9): each cube written where the Winograd descriptor `full` places it; target 0 "
       "int8, 1 int16, 2 fp16; int_rounding 0 nearest_even, 1 nearest_away, 2 truncate; `path` caps the instruction "
-      "set (for tests). Returns the meaningful bytes written.");
+      "set (for tests); `zero_tail` zeroes `out` past the meaningful bytes. Returns the meaningful bytes written.");
   m.def(
       "sparse_count",
       [](const py::array& stream, int64_t n, int es, int64_t group_elems) {

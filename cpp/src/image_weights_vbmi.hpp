@@ -36,11 +36,21 @@ inline RowTable row_table(const ImageWeightsSpec& sp, int64_t m, int64_t fa) {
   RowTable t{};
   const int64_t n = sp.r * sp.s, es = sp.es, x = sp.cdata * sp.s, kbytes = sp.c * n * es;
   t.seg = fa * x * es;
-  for (int64_t j = 0; j < m * t.seg; ++j) {
-    const int64_t qq = j / t.seg, e = j % t.seg, el = e / es, b = el / x, s = el % x / sp.cdata, c = el % sp.cdata;
-    if (c >= sp.c) continue;  // index 0, byte zeroed
-    t.index[j] = static_cast<uint8_t>(qq * kbytes + c * n * es + b * sp.s * es + s * es + e % es);
-    t.keep |= uint64_t{1} << j;
+  // Byte j = qq * seg + ((b * S + s) * cdata + c) * es + e, in nested loops: a division per byte
+  // would cost more than a small layer's whole pass.
+  int64_t j = 0;
+  for (int64_t qq = 0; qq < m; ++qq) {
+    for (int64_t b = 0; b < fa; ++b) {
+      for (int64_t s = 0; s < sp.s; ++s) {
+        for (int64_t c = 0; c < sp.cdata; ++c) {
+          for (int64_t e = 0; e < es; ++e, ++j) {
+            if (c >= sp.c) continue;  // index 0, byte zeroed
+            t.index[j] = static_cast<uint8_t>(qq * kbytes + c * n * es + b * sp.s * es + s * es + e);
+            t.keep |= uint64_t{1} << j;
+          }
+        }
+      }
+    }
   }
   return t;
 }

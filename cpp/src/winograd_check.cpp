@@ -1,4 +1,5 @@
 // Checks of a Winograd spec and its descriptor before anything is written (docs/nvdla.md §9.6).
+#include <algorithm>
 #include <string>
 
 #include "npupack/checked.hpp"
@@ -34,7 +35,12 @@ void check_winograd(const WinogradSpec& sp, const BlockedLayout& full, int64_t d
   }
   // The order the kernels write (in a kernel group the rows of the 4-channel blocks one after
   // the other, a row of kn cubes, each c fastest, then s, then r) must be the descriptor's:
-  // checked at the corners of the first and the last kernel group.
+  // checked at the corners of the first and the last kernel group. A small layer's pass costs
+  // about as much as these lookups, so the last descriptor that passed is remembered per thread,
+  // as the image pass does: by its id (never reused) and the parameters it was checked for.
+  const int64_t key[5] = {sp.k, sp.kpg, c_ext, es, static_cast<int64_t>(full.id())};
+  thread_local int64_t passed[5] = {};
+  if (std::equal(key, key + 5, passed)) return;
   for (const int64_t k0 : {int64_t{0}, (sp.k - 1) / sp.kpg * sp.kpg}) {
     const int64_t kn = std::min(sp.kpg, sp.k - k0), c0 = c_ext - 4;
     const int64_t start[4] = {k0, 0, 0, 0}, first[4] = {k0, c0, 0, 0}, next[4] = {k0, c0, 0, 1},
@@ -45,6 +51,7 @@ void check_winograd(const WinogradSpec& sp, const BlockedLayout& full, int64_t d
       throw LayoutError("winograd: the descriptor does not hold 4x4x4 cubes, kernels of a group in a row");
     }
   }
+  std::copy(key, key + 5, passed);
 }
 
 }  // namespace npupack

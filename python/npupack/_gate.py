@@ -75,79 +75,111 @@ def _overlap(name: str):
                       "they need separate buffers")
 
 
-def gate(*reads: str, labels: dict | None = None, words=None):
+def _out_other(out, v, label: str) -> None:
+    """The overlap test of one read array ``v`` against an ``out`` that is not one ndarray: a
+    tuple of ndarrays (one buffer per plane) inline, anything else by :func:`check_disjoint`."""
+    if type(out) is tuple:
+        for o in out:
+            if type(o) is not np.ndarray:
+                break
+            if _MAY_SHARE(v, o):
+                _overlap(label)
+        else:
+            return
+    check_disjoint(out, {label: v})
+
+
+class _Unset:
+    """The default of a parameter a registry word may stand for: tells "not given" from any value."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET = _Unset()
+
+
+def gate(*reads: str, labels: dict | None = None, words: dict | None = None):
     """Decorator of a public entry: before the call, each ndarray argument named in ``reads``
     must have a numeric dtype (:func:`numeric_dtype`) and must not overlap the ``out``
     argument (:func:`check_disjoint`). ``labels`` renames an argument in the overlap message
     (pack_weights has reported its tensor as ``x`` since the engine made that check). ``words``
-    (keys, rename) maps the registry's words to the entry's own parameters first, where a call
-    uses one of ``keys`` (npupack.formats.aliases, docs/formats.md §3.1): in the gate, so that the
-    common call pays no second wrapper. Costs a few attribute reads per call when ``out`` is not
-    given."""
+    ({registry word: own parameter or (own parameter, conversion)}, npupack.formats.aliases,
+    docs/formats.md §3.1) adds each word as a keyword the entry takes for its own parameter.
+
+    The wrapper is generated with the entry's own parameter list and passes them on by name: a
+    ``*args, **kwargs`` wrapper would build and unpack a dict on every call, and the packers'
+    small calls take a few microseconds. The entry may have positional-or-keyword and
+    keyword-only parameters only; ``out`` must be keyword-only."""
     labels = labels or {}
-    word_keys, rename = words if words is not None else (frozenset(), None)
+    words = words or {}
 
     def wrap(f):
         params = inspect.signature(f).parameters
-        names = list(params)
-        where = tuple((name, names.index(name), labels.get(name, name)) for name in reads)
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        if any(p.kind not in kinds for p in params.values()):
+            raise TypeError(f"gate: {f.__qualname__} may take named parameters only (no *args, **kwargs or /)")
         takes_out = "out" in params
         if takes_out and params["out"].kind is not inspect.Parameter.KEYWORD_ONLY:
             raise TypeError(f"gate: {f.__qualname__} must take out= as a keyword-only argument")
-
-        ndarray, may_share = np.ndarray, _MAY_SHARE  # closure cells: no global lookups per call
-
-        def check(args, kwargs):
-            out = kwargs.get("out") if takes_out else None
-            out_array = type(out) is ndarray
-            n = len(args)
-            for name, i, label in where:
-                v = args[i] if i < n else kwargs.get(name)
-                if type(v) is ndarray:
-                    if v.dtype.kind not in NUMERIC_KINDS:
-                        numeric_dtype(v.dtype, name)
-                    if out_array and may_share(v, out):
-                        _overlap(label)
-                elif out is not None and v is not None:
-                    check_disjoint(out, {label: v})
-            if out is not None and not out_array:
-                check_disjoint(out, {label: args[i] if i < n else kwargs.get(name) for name, i, label in where})
-
-        first, at, label, several = *where[0], len(where) > 1
-
-        # The common call (one array read, no out= or an ndarray out=) is checked inline: the
-        # packers' small calls take a few microseconds.
-        @functools.wraps(f)
-        def call(*args, **kwargs):
-            if rename is not None and not word_keys.isdisjoint(kwargs):
-                kwargs = rename(kwargs)
-            out = kwargs.get("out")
-            if several:
-                check(args, kwargs)
+        ns = {"_f": f, "_ndarray": np.ndarray, "_share": _MAY_SHARE, "_kinds": NUMERIC_KINDS,
+              "_numeric": numeric_dtype, "_overlap": _overlap, "_other": _out_other, "_disjoint": check_disjoint,
+              "_UNSET": _UNSET}
+        owns = {(own[0] if isinstance(own, tuple) else own) for own in words.values()}
+        head, body, passed, star = [], [], [], False
+        for i, p in enumerate(params.values()):
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and not star:
+                head.append("*")
+                star = True
+            if p.name in owns:
+                default = "=_UNSET"
+                ns[f"_d{i}"] = p.default
+            elif p.default is not p.empty:
+                default = f"=_d{i}"
+                ns[f"_d{i}"] = p.default
             else:
-                v = args[at] if len(args) > at else kwargs.get(first)
-                if type(v) is ndarray:
-                    if v.dtype.kind not in NUMERIC_KINDS:
-                        numeric_dtype(v.dtype, first)
-                    if out is not None and takes_out:
-                        if type(out) is ndarray:
-                            if may_share(v, out):
-                                _overlap(label)
-                        elif type(out) is tuple:  # one buffer per plane (pixel planes)
-                            for o in out:
-                                if type(o) is not ndarray:
-                                    check(args, kwargs)
-                                    break
-                                if may_share(v, o):
-                                    _overlap(label)
-                        else:
-                            check(args, kwargs)
-                elif out is not None:
-                    check(args, kwargs)
-            return f(*args, **kwargs)
-
+                default = ""
+            head.append(p.name + default)
+            passed.append(p.name if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else f"{p.name}={p.name}")
+        if words and not star:
+            head.append("*")
+        for j, (word, own) in enumerate(words.items()):
+            own, convert = own if isinstance(own, tuple) else (own, None)
+            ns[f"_w{j}"] = (word, own, convert)
+            head.append(f"{word}=_UNSET")
+            i = list(params).index(own)
+            missing = (f"raise TypeError(\"{f.__name__}() missing 1 required keyword-only argument: '{own}'\")"
+                       if params[own].default is inspect.Parameter.empty else f"{own} = _d{i}")
+            body += [f"if {word} is not _UNSET:", f"    {own} = _resolve(_w{j}, {word}, {own})",
+                     f"elif {own} is _UNSET:", f"    {missing}"]
+            ns["_resolve"] = _resolve_word
+        for name in reads:
+            label = labels.get(name, name)
+            body += [f"if type({name}) is _ndarray:",
+                     f"    if {name}.dtype.kind not in _kinds:", f"        _numeric({name}.dtype, {name!r})"]
+            if takes_out:
+                body += ["    if out is not None:", "        if type(out) is _ndarray:",
+                         f"            if _share({name}, out):", f"                _overlap({label!r})",
+                         "        else:", f"            _other(out, {name}, {label!r})",
+                         f"elif out is not None and {name} is not None:", f"    _disjoint(out, {{{label!r}: {name}}})"]
+        body.append(f"return _f({', '.join(passed)})")
+        src = f"def _gated({', '.join(head)}):\n" + "".join(f"    {line}\n" for line in body)
+        exec(compile(src, f"<gate of {f.__qualname__}>", "exec"), ns)
+        call = functools.wraps(f)(ns["_gated"])
         call.gated_reads = reads
         call.gate_args = (reads, labels)
         return call
 
     return wrap
+
+
+def _resolve_word(word_own_convert, value, given):
+    """The own parameter's value from a registry word's ``value``: converted, and a TypeError
+    naming both where the own parameter was given too with another value (docs/formats.md §3.1)."""
+    word, own, convert = word_own_convert
+    if convert is not None:
+        value = convert(value)
+    if given is not _UNSET and given != value:
+        raise TypeError(f"{word} / {own}: give one of them ({own} is the older spelling of {word}, "
+                        "kept for one release; docs/formats.md §3.1)")
+    return value

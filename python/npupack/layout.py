@@ -408,10 +408,13 @@ _LINES_FROM = 1 << 20
 _EMPTY = np.empty
 
 
-def _out_buffer(out: np.ndarray | None, nbytes: int) -> np.ndarray:
+def result_buffer(out: np.ndarray | None, nbytes: int) -> np.ndarray:
+    """The ``nbytes`` bytes a packer writes its result into: the first bytes of the caller's
+    ``out`` (checked by :func:`check_out`) or a new array (:func:`empty_lines`)."""
     if out is None:
-        return _EMPTY(nbytes, _U8)
-    return check_out(out, nbytes)
+        return empty_lines(nbytes)
+    buf = check_out(out, nbytes)
+    return buf if buf.size == nbytes else buf[:nbytes]
 
 
 _U8 = np.dtype(np.uint8)

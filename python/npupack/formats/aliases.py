@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 
+from npupack._gate import _UNSET, _resolve_word, gate
+
 __all__ = ["ALIASES", "registry_words"]
 
 
@@ -44,32 +46,24 @@ ALIASES = {
 def registry_words(front: str):
     """Decorator: ``front`` (a key of :data:`ALIASES`) also takes the registry's words. A word
     given together with its older spelling is a TypeError naming both, unless they agree. On an
-    entry wrapped by the argument gate (npupack._gate.gate) the renaming joins the gate's own
-    wrapper, so the packers' small calls pay for one wrapper, not two."""
+    entry wrapped by the argument gate (npupack._gate.gate) the words join the gate's own
+    generated wrapper, so the packers' small calls pay for one wrapper, not two."""
     table = ALIASES[front]
     keys = frozenset(table)
+    words = {word: own if isinstance(own, tuple) else (own, None) for word, own in table.items()}
 
     def rename(kwargs: dict) -> dict:
         kwargs = dict(kwargs)
-        for word, own in table.items():
+        for word, (own, convert) in words.items():
             if word in kwargs:
-                value = kwargs.pop(word)
-                if isinstance(own, tuple):
-                    own, convert = own
-                    value = convert(value)
-                if own in kwargs and kwargs[own] != value:
-                    raise TypeError(f"{word} / {own}: give one of them ({own} is the older spelling of {word}, "
-                                    "kept for one release; docs/formats.md §3.1)")
-                kwargs[own] = value
+                kwargs[own] = _resolve_word((word, own, convert), kwargs.pop(word), kwargs.get(own, _UNSET))
         return kwargs
 
     def wrap(func):
         gated = getattr(func, "gate_args", None)
         if gated is not None:
-            from npupack._gate import gate
-
             reads, labels = gated
-            return gate(*reads, labels=labels, words=(keys, rename))(func.__wrapped__)
+            return gate(*reads, labels=labels, words=table)(func.__wrapped__)
 
         @functools.wraps(func)
         def call(*args, **kwargs):

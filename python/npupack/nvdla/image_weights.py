@@ -9,12 +9,12 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim, check_int, is_int, remember
+from npupack.layout import BlockedLayout, Dim, check_int, is_int, remember, result_buffer
 from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elements, infer_precision
 from npupack.nvdla.pixel import _format
 from npupack.nvdla.surfaces import (WeightSurfaces, _dc_layout, check_compress, check_single_group,
-                                    check_stride, check_unit_scale, kcrs, roundup, write_surfaces, write_uncompressed)
+                                    check_stride, check_unit_scale, kcrs, roundup, write_surfaces)
 
 __all__ = ["post_extension_factor"]
 
@@ -64,6 +64,7 @@ def image_layout(k, c_ext, r, f, precision, config) -> BlockedLayout:
 # a key only as the exact types the checks accept, so 2.0 or True never finds the plan of 2 or 1.
 _PLANS: dict = {}
 _MAX_PLANS = 1024
+_AUTO = "auto"
 
 
 def _plan_key(w, precision, config, groups, stride, pixel_format, post_extension, compress, rounding, saturate,
@@ -129,17 +130,23 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
 
     desc, cpb, surface = layout._core, config.channels_per_block, roundup(meaningful, config.weight_size_alignment)
 
+    # Integer weights already of the target type go to the pass as they are: no conversion call.
+    direct = _TARGET_DTYPE[precision] if precision != "fp16" else None
+
     def run(arr: np.ndarray, out) -> WeightSurfaces:
-        elems = convert_elements(arr, precision, what="w", rounding=rounding, saturate=saturate, allow_nan=allow_nan)
+        elems = arr if arr.dtype is direct else convert_elements(arr, precision, what="w", rounding=rounding,
+                                                                 saturate=saturate, allow_nan=allow_nan)
         if compress is not False:
             fields = write_surfaces(lambda buf: _core.image_weights_pack(elems, buf, cdata, f, kpg, cpb, desc),
                                     meaningful, precision=precision, config=config,
                                     kernel_group_elements=kpg * c_ext * r, compress=compress,
                                     tail=config.weight_size_alignment, out=out)
             return WeightSurfaces._fast(**result, **fields)
-        # Uncompressed: straight to the surface and the result (a small layer's call is mostly Python).
-        return WeightSurfaces._with_weight(result, write_uncompressed(
-            lambda buf: _core.image_weights_pack(elems, buf, cdata, f, kpg, cpb, desc), meaningful, surface, out))
+        # Uncompressed: straight to the surface, its zero tail written by the pass (a small
+        # layer's call is mostly Python).
+        buf = result_buffer(out, surface)
+        _core.image_weights_pack(elems, buf, cdata, f, kpg, cpb, desc, _AUTO, True)
+        return WeightSurfaces._with_weight(result, buf)
 
     remember(_PLANS, key, run, _MAX_PLANS)
     return run(arr, out)

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import _U8, BlockedLayout, Dim, check_dims, check_int, check_out, is_int
+from npupack.layout import BlockedLayout, Dim, check_dims, check_int, is_int, result_buffer
 from npupack.nvdla.config import NV_FULL, Config, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -216,17 +216,6 @@ def _dc_layout(shape, precision: str, config: Config) -> BlockedLayout:
         _TARGET_DTYPE[precision])
 
 
-def write_uncompressed(write: Callable[[np.ndarray], None], meaningful: int, surface: int, out) -> np.ndarray:
-    """The uncompressed weight surface of ``surface`` bytes: ``write(buf)`` fills its first
-    ``meaningful`` bytes, the rest is zeroed (docs/nvdla.md §5.3); ``buf`` is the first bytes of
-    ``out`` (checked) or a new array. The plans of image and Winograd weights call it directly."""
-    buf = np.empty(surface, _U8) if out is None else check_out(out, surface)[:surface]
-    write(buf)
-    if surface > meaningful:
-        buf[meaningful:] = 0
-    return buf
-
-
 def write_surfaces(write: Callable[[np.ndarray], None], meaningful: int, *, precision: str, config: Config,
                    kernel_group_elements: int, compress, tail: int, out) -> dict:
     """Run ``write(buf)`` (which fills ``buf[:meaningful]`` with the mapped stream) and return the
@@ -237,7 +226,11 @@ def write_surfaces(write: Callable[[np.ndarray], None], meaningful: int, *, prec
 
     surface = roundup(meaningful, tail)
     if compress is False:
-        return dict(weight=write_uncompressed(write, meaningful, surface, out))
+        buf = result_buffer(out, surface)
+        write(buf)
+        if surface > meaningful:
+            buf[meaningful:] = 0
+        return dict(weight=buf)
     stream = np.empty(meaningful, dtype=np.uint8)
     write(stream)
     return encode_stream(stream, es=element_size(precision), kernel_group_elements=kernel_group_elements,

@@ -27,11 +27,11 @@ from npupack.nvdla.convert import _TARGET_DTYPE, _check_rounding, convert_elemen
 from npupack.nvdla.dc_weights import (_DC_PLANS, _KINDS, _check_groups, _dc_plan, _DcPlan, _dense_dc_layout,
                                       _pack_dc, _plan_key, _remember, weights_nbytes)
 from npupack.nvdla.deconv import pack_deconv, unpack_deconv
-from npupack.nvdla.image_weights import pack_image, post_extension_factor, unpack_image
+from npupack.nvdla.image_weights import _PLANS as _IMAGE_PLANS, pack_image, post_extension_factor, unpack_image
 from npupack.nvdla.sparse import decompress_weights
 from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_no_pixel_format, check_stride,
                                     check_unit_scale, dc_layout, kcrs, write_surfaces)
-from npupack.nvdla.winograd import pack_winograd, winograd_layout
+from npupack.nvdla.winograd import _PLANS as _WINOGRAD_PLANS, pack_winograd, winograd_layout
 
 __all__ = ["WeightSurfaces", "pack_weights", "pack_weights_many", "unpack_weights", "weights_nbytes", "dc_layout",
            "post_extension_factor"]
@@ -129,15 +129,30 @@ def pack_weights(w, *, kind: str = _DC, precision: str | None = None, config: Co
         NaN weights without ``allow_nan``; integer values that do not fit; bad ``rounding``,
         ``scale``, ``compress`` or ``kind``.
     """
-    # A layer shape packed before, every option left out: the cached plan packs at once (its
-    # checks passed for this shape, dtype and options). A big-endian dtype is never a key.
-    if (type(w) is np.ndarray and kind is _DC and compress is False and type(groups) is int and type(config) is Config
-            and stride is _UNIT_STRIDE and scale is _UNIT_SCALE and pixel_format is None and post_extension is _AUTO
+    # A layer shape packed before, every option but the pixel format left out: the cached plan
+    # packs at once (its checks passed for this shape, dtype and options). The image and Winograd
+    # keys are those their plans were stored under with the default options. A big-endian dtype
+    # is never a key.
+    if (type(w) is np.ndarray and compress is False and type(groups) is int and type(config) is Config
+            and stride is _UNIT_STRIDE and scale is _UNIT_SCALE and post_extension is _AUTO
             and saturate is True and allow_nan is False and rounding is _NEAREST_EVEN
             and (precision is None or type(precision) is str)):
-        plan = _DC_PLANS.get((w.shape, w.dtype, precision, config, groups))
-        if plan is not None:
-            return plan.pack(w, out, rounding, True, False)
+        if kind is _DC:
+            if pixel_format is None:
+                plan = _DC_PLANS.get((w.shape, w.dtype, precision, config, groups))
+                if plan is not None:
+                    return plan.pack(w, out, rounding, True, False)
+        elif groups == 1 and type(kind) is str:
+            if kind == "image" and type(pixel_format) is str:
+                run = _IMAGE_PLANS.get((w.shape, w.dtype, precision, config, _UNIT_STRIDE, pixel_format, _AUTO,
+                                        _NEAREST_EVEN, True, _UNIT_SCALE, False))
+            elif kind == "winograd" and pixel_format is None:
+                run = _WINOGRAD_PLANS.get((w.shape, w.dtype, precision, config, _UNIT_STRIDE, _NEAREST_EVEN, True,
+                                           _UNIT_SCALE, False))
+            else:
+                run = None
+            if run is not None:
+                return run(w, out)
     if type(config) is not Config:
         check_config(config)
     if type(w) is np.ndarray and w.dtype.byteorder in _BIG_ENDIAN:

@@ -16,12 +16,12 @@ import numpy as np
 
 from npupack import _core
 from npupack.errors import LayoutError, UnsupportedError
-from npupack.layout import BlockedLayout, Dim
+from npupack.layout import BlockedLayout, Dim, result_buffer
 from npupack.nvdla.config import Config, check_config, element_size
 from npupack.nvdla.convert import (_ROUNDINGS, _TARGET_DTYPE, _first_nan, _fp16_all_finite, _fp16_has_inf,
                                    convert_elements, infer_precision)
 from npupack.nvdla.surfaces import (WeightSurfaces, check_compress, check_single_group, check_stride, kcrs,
-                                    roundup, write_surfaces, write_uncompressed)
+                                    roundup, write_surfaces)
 
 __all__ = ["winograd_layout", "winograd_shape", "WINOGRAD_G"]
 
@@ -139,11 +139,15 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
 
     surface = roundup(meaningful, tail)
 
+    direct = _TARGET_DTYPE[precision] if precision != "fp16" else None
+
     def run(arr: np.ndarray, out) -> WeightSurfaces:
-        src = _checked_values(arr, precision, allow_nan)
-        if compress is False:  # straight to the surface and the result: a small layer's call is mostly Python
-            return WeightSurfaces._with_weight(result, write_uncompressed(
-                lambda buf: _core.winograd_pack(src, buf, *args), meaningful, surface, out))
+        src = arr if arr.dtype is direct else _checked_values(arr, precision, allow_nan)
+        if compress is False:
+            # Straight to the surface, its zero tail written by the pass: a small layer's call is mostly Python.
+            buf = result_buffer(out, surface)
+            _core.winograd_pack(src, buf, *args, "auto", True)
+            return WeightSurfaces._with_weight(result, buf)
         fields = write_surfaces(lambda buf: _core.winograd_pack(src, buf, *args), meaningful, precision=precision,
                                 config=config, kernel_group_elements=kpg * c_ext * 16, compress=compress, tail=tail,
                                 out=out)
