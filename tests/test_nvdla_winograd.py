@@ -374,9 +374,10 @@ def test_float16_weights_every_half_and_layout():
 @pytest.mark.parametrize("precision, saturate", [("fp16", True), ("fp16", False), ("int8", True), ("int16", True)])
 def test_every_kernel_path_gives_the_reference_bytes(precision, saturate):
     """The cube kernels by instruction set, each forced in turn (float16: AVX-512 pairs of kernels;
-    every precision: AVX2 and plain C++): the same bytes as the reference, with an odd last kernel
-    in a group, a short last channel block, fp16 values that overflow and half subnormals; nothing
-    written past the layout."""
+    int8: AVX-512 fours of kernels on int16 lanes; every precision: AVX2 and plain C++): the same
+    bytes as the reference, with full-range integers, an odd last kernel in a group (three: no
+    four of them), a short last channel block, fp16 values that overflow and half subnormals;
+    nothing written past the layout."""
     from npupack import _core
     from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
 

@@ -11,6 +11,7 @@
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
 #include "winograd_int.hpp"
+#include "winograd_int_avx512.hpp"
 #include "winograd_avx512.hpp"
 #include "winograd_round.hpp"
 #include "winograd_transform.hpp"
@@ -229,14 +230,26 @@ bool int_rows(const WinogradSpec& sp) {
          allows(sp.path, KernelPath::kAvx2);
 }
 
-// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time.
+// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), four kernels at a time where
+// `quads`, then two.
 template <WgSource S, WgTarget T, IntRounding M>
-void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, int64_t c, char* row) {
+void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, int64_t c, bool quads, char* row) {
   constexpr int64_t cube_bytes = 64 * (T == WgTarget::I8 ? 1 : 2);
   const char* base = src + k0 * sp.stride[0] + c * sp.stride[1];
   int64_t k = 0;
   // A row reads a few taps from each of kn kernels, far apart: more streams than the hardware
   // prefetcher follows, so each kernel's taps four rows ahead are asked for here.
+  (void)quads;  // read only by the int8 instantiations with AVX-512
+#ifdef NPUPACK_WG_INT_AVX512
+  if constexpr (S == WgSource::I8 && T == WgTarget::I8) {
+    for (; quads && k + 3 < kn; k += 4) {
+      const char* const p[4] = {base + k * sp.stride[0], base + (k + 1) * sp.stride[0], base + (k + 2) * sp.stride[0],
+                                base + (k + 3) * sp.stride[0]};
+      for (const char* at : p) _mm_prefetch(at + 16 * sp.stride[1], _MM_HINT_T0);
+      wg::int8_cube_quad<M>(p, row + k * cube_bytes);
+    }
+  }
+#endif
   for (; k + 1 < kn; k += 2) {
     _mm_prefetch(base + k * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
     _mm_prefetch(base + (k + 1) * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
@@ -290,8 +303,11 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
   const int64_t blocks = sp.c_pad * sp.sy * sp.sx / 4, units = ceil_div(sp.k, sp.kpg) * blocks;
   const int64_t total = full.nbytes();
 #ifdef NPUPACK_WG_INT_AVX2
-  bool exact_int = false;
+  bool exact_int = false, quads = false;
   if constexpr (S == WgSource::I8 || S == WgSource::I16) exact_int = int_rows<S, T>(sp);
+#ifdef NPUPACK_WG_INT_AVX512
+  quads = exact_int && wg::int8_quads<S, T>(sp);
+#endif
 #endif
 #ifdef NPUPACK_WG_AVX512
   const bool f16_pairs = f16_rows<S, T>(sp);
@@ -318,7 +334,7 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #ifdef NPUPACK_WG_INT_AVX2
       if constexpr ((S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16) {
         if (exact_int && lanes.plain) {
-          int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], row);
+          int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], quads, row);
           continue;
         }
       }
