@@ -50,6 +50,37 @@ __attribute__((target("avx2"))) inline __m256i quarter(__m256i q) {
   }
 }
 
+// The integer Winograd transform on lanes of V (V::add, V::sub, V::quarter): h = 2G g (4x3),
+// q = h (2G)^T = 4 G g G^T, each q then quartered (rounded); the taps g[3r + s], the outputs
+// q[4i + j]. int_cube_pair runs it on int32 lanes, the AVX-512 quads on int16 lanes.
+template <class V>
+__attribute__((target("avx2"), always_inline)) inline void int_transform(const typename V::Reg g[9],
+                                                                         typename V::Reg q[16]) {
+  typename V::Reg h[12];
+  for (int j = 0; j < 3; ++j) {
+    const auto g0 = g[j], g1 = g[3 + j], g2 = g[6 + j], s02 = V::add(g0, g2);
+    h[j] = V::add(g0, g0);
+    h[3 + j] = V::add(s02, g1);
+    h[6 + j] = V::sub(s02, g1);
+    h[9 + j] = V::add(g2, g2);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const auto h0 = h[3 * i], h1 = h[3 * i + 1], h2 = h[3 * i + 2], s02 = V::add(h0, h2);
+    q[4 * i] = V::quarter(V::add(h0, h0));
+    q[4 * i + 1] = V::quarter(V::add(s02, h1));
+    q[4 * i + 2] = V::quarter(V::sub(s02, h1));
+    q[4 * i + 3] = V::quarter(V::add(h2, h2));
+  }
+}
+
+template <IntRounding M>
+struct Int32Lanes {
+  using Reg = __m256i;
+  __attribute__((target("avx2"), always_inline)) static Reg add(Reg a, Reg b) { return _mm256_add_epi32(a, b); }
+  __attribute__((target("avx2"), always_inline)) static Reg sub(Reg a, Reg b) { return _mm256_sub_epi32(a, b); }
+  __attribute__((target("avx2"), always_inline)) static Reg quarter(Reg q) { return wg::quarter<M>(q); }
+};
+
 // Cubes of four channels of two kernels: lanes 0-3 read channels at a + l * cstride, lanes 4-7
 // at b + l * cstride (9 taps back to back each); written to out_a and out_b in the cube's
 // memory order (c fastest, then s, then r).
@@ -74,21 +105,8 @@ __attribute__((target("avx2"))) void int_cube_pair(const char* a, const char* b,
   }
   transpose8(g);
   g[8] = _mm256_load_si256(reinterpret_cast<const __m256i*>(last));
-  __m256i h[12], q[16];  // h = 2G g (4x3), q = h (2G)^T = 4 G g G^T
-  for (int j = 0; j < 3; ++j) {
-    const __m256i g0 = g[j], g1 = g[3 + j], g2 = g[6 + j], s02 = _mm256_add_epi32(g0, g2);
-    h[j] = _mm256_add_epi32(g0, g0);
-    h[3 + j] = _mm256_add_epi32(s02, g1);
-    h[6 + j] = _mm256_sub_epi32(s02, g1);
-    h[9 + j] = _mm256_add_epi32(g2, g2);
-  }
-  for (int i = 0; i < 4; ++i) {
-    const __m256i h0 = h[3 * i], h1 = h[3 * i + 1], h2 = h[3 * i + 2], s02 = _mm256_add_epi32(h0, h2);
-    q[4 * i] = quarter<M>(_mm256_add_epi32(h0, h0));
-    q[4 * i + 1] = quarter<M>(_mm256_add_epi32(s02, h1));
-    q[4 * i + 2] = quarter<M>(_mm256_sub_epi32(s02, h1));
-    q[4 * i + 3] = quarter<M>(_mm256_add_epi32(h2, h2));
-  }
+  __m256i q[16];
+  int_transform<Int32Lanes<M>>(g, q);
   // packs work within 128-bit halves: the low half of each result is kernel a's, the high b's.
   for (int i = 0; i < 16; i += 4) {
     const __m256i w0 = _mm256_packs_epi32(q[i], q[i + 1]), w1 = _mm256_packs_epi32(q[i + 2], q[i + 3]);

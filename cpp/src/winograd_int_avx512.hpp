@@ -43,19 +43,24 @@ bool int8_quads(const WinogradSpec& sp) {
          allows(sp.path, KernelPath::kAvx512);
 }
 
-// q / 4 rounded as IntRounding M rounds t = q / 4, on int16 lanes (quarter<M> of winograd_int.hpp).
+// int16 lanes for int_transform; quarter rounds as quarter<M> of winograd_int.hpp.
 template <IntRounding M>
-__attribute__((target("avx2"), always_inline)) inline __m256i quarter16(__m256i q) {
-  if constexpr (M == IntRounding::NearestEven) {
-    const __m256i odd = _mm256_and_si256(_mm256_srai_epi16(q, 2), _mm256_set1_epi16(1));
-    return _mm256_srai_epi16(_mm256_add_epi16(_mm256_add_epi16(q, _mm256_set1_epi16(1)), odd), 2);
-  } else {
-    const __m256i sign = _mm256_srai_epi16(q, 15);
-    __m256i m = _mm256_abs_epi16(q);
-    if constexpr (M == IntRounding::NearestAway) m = _mm256_add_epi16(m, _mm256_set1_epi16(2));
-    return _mm256_sub_epi16(_mm256_xor_si256(_mm256_srli_epi16(m, 2), sign), sign);
+struct Int16Lanes {
+  using Reg = __m256i;
+  __attribute__((target("avx2"), always_inline)) static Reg add(Reg a, Reg b) { return _mm256_add_epi16(a, b); }
+  __attribute__((target("avx2"), always_inline)) static Reg sub(Reg a, Reg b) { return _mm256_sub_epi16(a, b); }
+  __attribute__((target("avx2"), always_inline)) static Reg quarter(Reg q) {
+    if constexpr (M == IntRounding::NearestEven) {
+      const Reg odd = _mm256_and_si256(_mm256_srai_epi16(q, 2), _mm256_set1_epi16(1));
+      return _mm256_srai_epi16(_mm256_add_epi16(_mm256_add_epi16(q, _mm256_set1_epi16(1)), odd), 2);
+    } else {
+      const Reg sign = _mm256_srai_epi16(q, 15);
+      Reg m = _mm256_abs_epi16(q);
+      if constexpr (M == IntRounding::NearestAway) m = _mm256_add_epi16(m, _mm256_set1_epi16(2));
+      return _mm256_sub_epi16(_mm256_xor_si256(_mm256_srli_epi16(m, 2), sign), sign);
+    }
   }
-}
+};
 
 // Cubes of channels c .. c + 3 of four kernels (36 int8 taps back to back at k[0] .. k[3], none
 // read past them), written as four 64-byte cubes back to back from out. The arithmetic is that of
@@ -84,21 +89,8 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi,avx2"))) void int8_cube_quad(
   g[6] = _mm256_cvtepi8_epi16(_mm512_extracti32x4_epi32(even, 3));
   g[7] = _mm256_cvtepi8_epi16(_mm512_extracti32x4_epi32(odd, 3));
   g[8] = _mm256_cvtepi8_epi16(_mm512_castsi512_si128(t8));
-  __m256i h[12], q[16];  // h = 2G g (4x3), q = h (2G)^T = 4 G g G^T, as int_cube_pair
-  for (int j = 0; j < 3; ++j) {
-    const __m256i g0 = g[j], g1 = g[3 + j], g2 = g[6 + j], s02 = _mm256_add_epi16(g0, g2);
-    h[j] = _mm256_add_epi16(g0, g0);
-    h[3 + j] = _mm256_add_epi16(s02, g1);
-    h[6 + j] = _mm256_sub_epi16(s02, g1);
-    h[9 + j] = _mm256_add_epi16(g2, g2);
-  }
-  for (int i = 0; i < 4; ++i) {
-    const __m256i h0 = h[3 * i], h1 = h[3 * i + 1], h2 = h[3 * i + 2], s02 = _mm256_add_epi16(h0, h2);
-    q[4 * i] = quarter16<M>(_mm256_add_epi16(h0, h0));
-    q[4 * i + 1] = quarter16<M>(_mm256_add_epi16(s02, h1));
-    q[4 * i + 2] = quarter16<M>(_mm256_sub_epi16(s02, h1));
-    q[4 * i + 3] = quarter16<M>(_mm256_add_epi16(h2, h2));
-  }
+  __m256i q[16];
+  int_transform<Int16Lanes<M>>(g, q);
   // packs work within 128-bit lanes: z[n] holds, as dwords (four channels' bytes), outputs
   // 4n .. 4n + 3 as [o.k0, o.k1, o+1.k0, o+1.k1, o.k2, o.k3, o+1.k2, o+1.k3] for o = 4n, then 4n + 2.
   __m512i z[4];
