@@ -123,6 +123,30 @@ def test_a_lone_pair_splits_its_columns_across_threads(shape):
     assert np.array_equal(one, expected) and np.array_equal(two, expected)
 
 
+@pytest.mark.parametrize("offset", [0, 16])
+def test_a_lone_pair_with_row_gaps_splits_and_zeroes_every_gap(offset):
+    """Horizon's aligned C: one pair whose rows leave gaps, zeroed by the pair itself. With two
+    threads the rows are cut into chunks the threads share, and each chunk zeroes the gap after
+    its last row (the next chunk's rows follow it); an ``out=`` full of other bytes, on a line or
+    16 past one, ends up as NumPy's zero-padded tensor."""
+    from npupack import horizon
+
+    shape = (1, 160, 160, 300)  # 25,600 rows of 300 bytes, 320 apart: about 8 MB
+    x = np.random.default_rng(12).integers(-128, 128, shape).astype(np.int8)
+    aligned = horizon.aligned_shape(shape, np.int8, role="input")
+    assert aligned == (1, 160, 160, 320)
+    expected = np.zeros(aligned, np.int8)
+    expected[..., :300] = x
+    n = expected.nbytes
+    stride = (160 * 160 * 320, 160 * 320, 320, 1)
+    with npupack.num_threads(2):
+        text = plan.describe(horizon._descriptor(shape, stride, np.dtype(np.int8)), shape, np.int8)
+        assert "threads: 2" in text and "gap after each row zeroed" in text, text
+        buf = np.full(n + 64, 0xAB, np.uint8)
+        got = horizon.pad(x, aligned_shape=aligned, out=buf[offset:offset + n])
+    assert np.array_equal(got.view(np.int8).reshape(aligned), expected)
+
+
 def test_ragged_dc_weights_batch_the_kernels_of_a_group():
     # NVDLA DC weights (docs/nvdla.md §6.1): ragged K and C blocks; R*S is logically contiguous and
     # pairs with the channel block c%64; the kernels of a group (k%32) are the batch.

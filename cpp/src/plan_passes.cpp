@@ -260,15 +260,15 @@ size_t plan_tiled_nest(const Plan& p) {
 // A large plan of one pair and nothing outside it but loops of one step (Kneron's channel blocks
 // of 16 or fewer channels over H*W; a single surface) has no outer loop for the threads to share:
 // its x loop, run whole, becomes an outer count of equal chunks, first, and the chunk, where its
-// extent divides into 2 to 4 chunks per thread (a loop of one step runs the same anywhere). Not
-// where the pair zeroes the gaps after its rows (the gap after a chunk's last row would be left)
-// or a table or tile plan runs x whole.
+// extent divides into 2 to 4 chunks per thread (a loop of one step runs the same anywhere). Where
+// the pair zeroes the gaps after its rows (Horizon's aligned C), each chunk zeroes the gap after
+// its last row (run_copy_rows). Not where a table or tile plan runs x whole.
 void split_pair_for_threads(Plan& p) {
   const BlockedLayout& L = *p.layout;
   const int64_t threads = num_threads();
   const size_t n = p.loops.size();
   if (n < 2 || !p.loops[n - 2].exact || threads < 2 || L.nbytes() < kParallelBytes || p.tiles || p.nest != n ||
-      p.group >= 2 || !p.row_off.empty() || p.row_gaps) {
+      p.group >= 2 || !p.row_off.empty()) {
     return;
   }
   for (size_t i = 0; i + 2 < n; ++i) {

@@ -46,13 +46,15 @@ void run_copy_rows(Walker& w, int64_t loff, int64_t poff) {
     // The gaps between rows are the layout's only holes (Horizon's aligned C): zero them
     // chunk by chunk right before the rows land, instead of a separate fill pass over the whole
     // buffer: a memset of an L1-sized chunk, then constant-size row moves, costs far less than a
-    // memcpy and a memset call per row of a few bytes. The gap after the last row is not ours to
-    // write.
+    // memcpy and a memset call per row of a few bytes. The gap after this call's last row is
+    // zeroed where it lies inside the layout: another chunk's rows follow it when the threads
+    // share x (split_pair_for_threads); the layout's last row has none.
     const int64_t chunk = std::max<int64_t>(1, kRowTileBytes / psx);
+    const bool gap_after = poff + nx * psx <= P.layout->nbytes();
     for (int64_t i = 0; i < nx; i += chunk) {
       const int64_t m = std::min(chunk, nx - i);
       char* d = pout + poff + i * psx;
-      std::memset(d, 0, static_cast<size_t>((m - 1) * psx) + (i + m < nx ? static_cast<size_t>(psx) : row));
+      std::memset(d, 0, static_cast<size_t>((m - 1) * psx) + (i + m < nx || gap_after ? static_cast<size_t>(psx) : row));
       copy_rows(lin + loff + i * x.lstep, x.lstep, d, psx, m, row);
     }
   } else if (w.watch) {
