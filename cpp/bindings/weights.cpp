@@ -244,6 +244,44 @@ void bind_weights(py::module_& m) {
       "The padded WMB, DATA and WGS surfaces (docs/nvdla.md §11.1) in the given buffers; returns the DATA bytes "
       "written (without padding)");
   m.def(
+      "sparse_encode_out",
+      [](const py::array& stream, int64_t n, int es, int64_t group_elems, py::array out, int64_t align) {
+        // Into a caller's buffer: the non-zeros are counted first, so that `out` is checked
+        // against the padded DATA surface before anything is written, and the pass gets only
+        // that surface (its SIMD stores run past the data they keep, never past its capacity).
+        es = element_bytes(es);
+        check_stream(stream, n, es);
+        if (group_elems < 1) throw LayoutError("sparse: kernel_group_elements must be >= 1");
+        if (align < 1) throw LayoutError("sparse_encode: align must be >= 1");
+        const uint8_t* s = contiguous(stream, "stream");
+        uint8_t* d = writable(out, "out");
+        int64_t nonzero = 0;
+        if (n > 0) {
+          py::gil_scoped_release release;
+          npupack::sparse_count(s, n, es, n, &nonzero);
+        }
+        const auto surface = [align](int64_t bytes) { return bytes <= align ? align : (bytes + align - 1) / align * align; };
+        const int64_t need = surface(nonzero * es);
+        if (static_cast<int64_t>(out.nbytes()) < need) {
+          throw LayoutError("out: holds " + std::to_string(out.nbytes()) + " bytes, " + std::to_string(need) +
+                            " are needed");
+        }
+        py::array_t<uint8_t> wmb(surface(mask_bytes(n))), wgs(surface(4 * group_count(n, group_elems)));
+        uint8_t* w = wmb.mutable_data();
+        uint8_t* g = wgs.mutable_data();
+        const int64_t wmb_size = wmb.nbytes(), wgs_size = wgs.nbytes();
+        int64_t written;
+        {
+          py::gil_scoped_release release;
+          written = npupack::sparse_encode(s, n, es, group_elems, w, wmb_size, d, need, g, wgs_size, align);
+        }
+        return py::make_tuple(written, wmb, wgs);
+      },
+      py::arg("stream"), py::arg("n"), py::arg("es"), py::arg("group_elems"), py::arg("out"), py::arg("align"),
+      "sparse_encode with DATA into the first bytes of a caller's `out` (LayoutError naming out, before anything is "
+      "written, when it cannot hold the padded DATA surface) and new WMB and WGS surfaces: (DATA bytes written, wmb, "
+      "wgs)");
+  m.def(
       "sparse_group_popcount",
       [](const py::array& wmb, int64_t n, int64_t group_elems) {
         if (n < 0 || mask_bytes(n) > static_cast<int64_t>(wmb.nbytes())) {

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npupack._gate import _MAY_SHARE, gate
+from npupack._gate import gate
 from npupack.formats.aliases import registry_words
 from npupack import _core
 from npupack.errors import LayoutError
@@ -84,9 +84,16 @@ class SparsityReport:
         return self.uncompressed_bytes / self.compressed_bytes
 
 
+_ELEMENT_BYTES = {p: element_size(p) for p in PRECISIONS}
+
+
 def _stream_bytes(stream, precision: str, what: str = "stream") -> tuple[np.ndarray, int]:
     """The stream as flat C-contiguous uint8 bytes and its element size. uint8 arrays and bytes
     objects are raw bytes; int8/int16/float16 arrays are elements of ``precision``."""
+    if type(stream) is np.ndarray and stream.dtype is _U8 and stream.ndim == 1 and type(precision) is str:
+        es = _ELEMENT_BYTES.get(precision)  # the common call (a packed surface's bytes) in a few reads
+        if es is not None and stream.size % es == 0 and stream.flags.c_contiguous:
+            return stream, es
     if precision not in PRECISIONS:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
     es = element_size(precision)
@@ -180,27 +187,21 @@ def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_eleme
         group_nonzero=counts, group_zero_fraction=1.0 - counts / np.maximum(sizes, 1))
 
 
-def _compress(raw: np.ndarray, es: int, group: int, out=None, counts=None) -> dict:
+def _compress(raw: np.ndarray, es: int, group: int, out=None) -> dict:
     """One pass in C++: WMB and DATA together, the group counts into WGS, every surface's
     padding. Without ``out`` the DATA buffer is allocated for the worst case (every element
     non-zero; untouched pages cost nothing) and ``weight`` is its first ``data_bytes``; with
-    ``out`` the non-zeros are counted first (or ``counts``, already known, are used) so that
-    ``out`` is checked before anything is written, and the C++ pass gets only the DATA surface's
-    bytes of it: its SIMD stores run up to 64 bytes past the data they keep (overwritten next
-    or by the padding), which must not land in the caller's bytes after the surface."""
+    ``out`` the pass counts the non-zeros first, so that ``out`` is checked before anything is
+    written, and writes only the DATA surface's bytes of it: its SIMD stores run up to 64 bytes
+    past the data they keep (overwritten next or by the padding), which must not land in the
+    caller's bytes after the surface. ``out`` never overlaps ``raw``: the argument gate refuses a
+    caller's stream inside it, and pack_weights' stream is its own new array."""
     n = raw.size // es
-    if out is None:
-        data = np.empty(_surface(n * es), _U8)
-    else:
-        if counts is not None:
-            nonzero = int(counts.sum())
-        else:  # the count of one group as long as the stream: no array reduction per call
-            nonzero = int(_core.sparse_count(raw, n, es, n)[0]) if n else 0
-        need = _surface(nonzero * es)
-        data = check_out(out, need)[:need]
-        if _MAY_SHARE(data, raw):
-            raise LayoutError("out: overlaps the memory stream spans; compression reads stream while it writes "
-                              "out, so they need separate buffers")
+    if out is not None:
+        data = check_out(out, 0)
+        written, wmb, wgs = _core.sparse_encode_out(raw, n, es, group, data, SURFACE_ALIGNMENT)
+        return dict(weight=data[:_surface(written)], wmb=wmb, wgs=wgs, nonzero=written // es)
+    data = np.empty(_surface(n * es), _U8)
     wmb = np.empty(_surface(-(-n // 8)), _U8)
     wgs = np.empty(_surface(4 * -(-n // group)), _U8)
     written = _core.sparse_encode(raw, n, es, group, wmb, data, wgs, SURFACE_ALIGNMENT)
@@ -220,7 +221,6 @@ def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mo
             buf[:stream.size] = stream
             buf[stream.size:] = 0
             return dict(weight=buf)
-        return _compress(stream, es, kernel_group_elements, out, counts)
     return _compress(stream, es, kernel_group_elements, out)
 
 
