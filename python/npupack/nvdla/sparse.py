@@ -23,7 +23,7 @@ from npupack._gate import gate
 from npupack.formats.aliases import registry_words
 from npupack import _core
 from npupack.errors import LayoutError
-from npupack.layout import _U8, check_int, check_out, little_endian
+from npupack.layout import _U8, check_int, check_out, little_endian, result_buffer
 from npupack.nvdla.config import NV_FULL, Config, PRECISIONS, check_config, element_size
 from npupack.nvdla.convert import _TARGET_DTYPE
 
@@ -113,6 +113,8 @@ def _stream_bytes(stream, precision: str, what: str = "stream") -> tuple[np.ndar
 
 
 def _group_elements(kernel_group_elements) -> int:
+    if type(kernel_group_elements) is int and kernel_group_elements >= 1:
+        return kernel_group_elements
     if isinstance(kernel_group_elements, (bool, np.bool_)) or not isinstance(kernel_group_elements,
                                                                             (int, np.integer)):
         raise TypeError(f"kernel_group_elements: expected an integer, got {kernel_group_elements!r}")
@@ -310,12 +312,13 @@ def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, 
         A surface that is not bytes / uint8; ``wgs`` without ``kernel_group_elements``; ``out``
         not a uint8 numpy array.
     """
-    if precision not in PRECISIONS:
+    es = _ELEMENT_BYTES.get(precision) if type(precision) is str else None
+    if es is None:
         raise ValueError(f"precision: {precision!r} is not one of {PRECISIONS}")
-    es = element_size(precision)
     data = _raw(data, "data")
     wmb = _raw(wmb, "wmb")
-    if isinstance(n_elements, (bool, np.bool_)) or not isinstance(n_elements, (int, np.integer)) or n_elements < 0:
+    if type(n_elements) is not int and (isinstance(n_elements, (bool, np.bool_))
+                                        or not isinstance(n_elements, (int, np.integer))) or n_elements < 0:
         raise TypeError(f"n_elements: expected an integer >= 0, got {n_elements!r}")
     n = int(n_elements)
     if wmb.size * 8 < n:
@@ -334,12 +337,14 @@ def decompress_weights(data, wmb, *, precision: str, n_elements: int, wgs=None, 
             g = int(bad[0])
             raise LayoutError(f"wgs: kernel group {g} says {int(entries[g])} bytes, the WMB marks "
                               f"{int(counts[g]) * es} (corrupted compressed weights)")
-    buf = np.empty(n * es, dtype=np.uint8) if out is None else check_out(out, n * es)[:n * es]
+    buf = result_buffer(out, n * es)
     _core.sparse_decompress(data, wmb, n, es, buf)
     return buf.view(_TARGET_DTYPE[precision])
 
 
 def _raw(a, name: str) -> np.ndarray:
+    if type(a) is np.ndarray and a.dtype is _U8 and a.ndim == 1 and a.flags.c_contiguous:
+        return a  # a surface as packed: a few reads
     if isinstance(a, (bytes, bytearray, memoryview)):
         return np.frombuffer(a, dtype=np.uint8)
     if not isinstance(a, np.ndarray) or a.dtype != np.uint8:
