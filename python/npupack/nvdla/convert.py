@@ -177,8 +177,10 @@ def _pack_if_finite_fp16(layout, x: np.ndarray, buf: np.ndarray, zero_tail: bool
     ``buf`` partly written, when ``x`` is not a C-contiguous aligned float16 array or holds INF
     or NaN: the caller then converts (docs/nvdla.md §2.1, 14) and packs. ``zero_tail``: when it
     returns True, the bytes of ``buf`` past the layout's are zeroed too."""
-    return (x.dtype == _F16 and x.flags.c_contiguous and x.flags.aligned
-            and layout._core.pack_finite_fp16(x, buf, zero_tail))
+    if x.dtype is not _F16 and x.dtype != _F16:
+        return False
+    flags = x.flags
+    return flags.c_contiguous and flags.aligned and layout._core.pack_finite_fp16(x, buf, zero_tail)
 
 
 _F16 = np.dtype(np.float16)
