@@ -143,13 +143,15 @@ NPUPACK_AI void prefetch_rows(const Cur& s, int64_t c) {
 // A batch of contiguous matrices whose rows continue after each matrix (DC weights: the next
 // channel block of the same kernel, read by the next batch): 32 and more kernel rows far apart
 // are more read streams than the hardware prefetchers follow, and past the caches the loads
-// waited on memory. Ask for each matrix's successor one batch ahead, once per cache line. Not when
+// waited on memory. Ask for each matrix's successor one batch ahead, once per cache line, into L2
+// (a batch's successors are more than L1 holds; the rotation kernels do enough work per line that
+// an L2 hit costs them little, and L2 keeps more misses in flight than L1). Not when
 // the successor is the batch's next matrix (b_fs_yx_fsv16 over 3x3 planes): that is one
 // sequential stream, which the hardware follows, and the prefetches would only cost time.
 __attribute__((always_inline)) inline void prefetch_next(const RowReader& in, const Batch& b) {
   const int64_t bytes = in.rows * in.stride;
   if (b.count < 2 || in.stride != in.row_bytes || b.ahead != nullptr || b.sstep == bytes) return;
-  for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(in.base + bytes + off, _MM_HINT_T0);
+  for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(in.base + bytes + off, _MM_HINT_T1);
 }
 
 // The loop of a batch kernel: matrix by matrix (each prefetching its successor, prefetch_next),
