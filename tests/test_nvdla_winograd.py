@@ -416,3 +416,19 @@ def test_kernels_per_group_beyond_any_size_packs_as_one_group():
         assert np.array_equal(out, want), kpg
     with pytest.raises(TypeError, match="big-endian"):
         _core.winograd_pack(w.astype(">f2"), out, 1, 1, 64, 16, layout._core, 2, 0, False, True, 1.0)
+
+
+def test_a_streamed_int8_surface_is_the_reference():
+    """int8 surfaces of 8 MiB and more, into a line-aligned buffer, stream their whole cube lines
+    past the caches (AVX-512 fours of kernels): the same bytes as NumPy's transform and mapping,
+    and as the same layer packed into a buffer 16 bytes past a line, which does not stream."""
+    import npupack
+
+    w = np.random.default_rng(5).integers(-128, 128, (1024, 512, 3, 3)).astype(np.int8)
+    want = ref.pack_winograd_vectorised(w, "int8", atom=32, kpg=32)
+    assert want.size >= 8 << 20
+    aligned = npupack.aligned_empty(want.size)
+    assert np.array_equal(pack_weights(w, kind="winograd", out=aligned).weight, want)
+    shifted = np.empty(want.size + 64, np.uint8)
+    at = (-shifted.ctypes.data + 16) % 64
+    assert np.array_equal(pack_weights(w, kind="winograd", out=shifted[at:at + want.size]).weight, want)

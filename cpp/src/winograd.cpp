@@ -10,6 +10,7 @@
 #include "npupack/cpu.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
+#include "npupack/stream.hpp"
 #include "winograd_int.hpp"
 #include "winograd_int_avx512.hpp"
 #include "winograd_avx512.hpp"
@@ -220,33 +221,24 @@ void cube(const char* src, const WinogradSpec& sp, int64_t k, const Lanes& L, ch
 }
 
 #ifdef NPUPACK_WG_INT_AVX2
-// Whether int_row applies to every cube row of four real channels: 8- or 16-bit integer taps back
-// to back (3x3, stride 1 is checked per row), an integer target at scale 1, AVX2.
-template <WgSource S, WgTarget T>
-bool int_rows(const WinogradSpec& sp) {
-  constexpr int64_t eb = S == WgSource::I8 ? 1 : 2;
-  return (S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16 && sp.scale == 1.0 &&
-         sp.stride[3] == eb && sp.stride[2] == 3 * eb && cpu().avx2 &&
-         allows(sp.path, KernelPath::kAvx2);
-}
-
 // The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), four kernels at a time where
 // `quads`, then two.
 template <WgSource S, WgTarget T, IntRounding M>
-void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, int64_t c, bool quads, char* row) {
+void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, int64_t c, bool quads, bool stream,
+             char* row) {
   constexpr int64_t cube_bytes = 64 * (T == WgTarget::I8 ? 1 : 2);
   const char* base = src + k0 * sp.stride[0] + c * sp.stride[1];
   int64_t k = 0;
   // A row reads a few taps from each of kn kernels, far apart: more streams than the hardware
   // prefetcher follows, so each kernel's taps four rows ahead are asked for here.
-  (void)quads;  // read only by the int8 instantiations with AVX-512
+  (void)quads, (void)stream;  // read only by the int8 instantiations with AVX-512
 #ifdef NPUPACK_WG_INT_AVX512
   if constexpr (S == WgSource::I8 && T == WgTarget::I8) {
     for (; quads && k + 3 < kn; k += 4) {
       const char* const p[4] = {base + k * sp.stride[0], base + (k + 1) * sp.stride[0], base + (k + 2) * sp.stride[0],
                                 base + (k + 3) * sp.stride[0]};
       for (const char* at : p) _mm_prefetch(at + 16 * sp.stride[1], _MM_HINT_T0);
-      wg::int8_cube_quad<M>(p, row + k * cube_bytes);
+      wg::int8_cube_quad<M>(p, row + k * cube_bytes, stream);
     }
   }
 #endif
@@ -297,16 +289,21 @@ void f16_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, co
 // and inside a row the kn cubes of the group, as check_winograd verifies against the descriptor. Work units are
 // rows: the transform is compute bound, so they are split across threads for layers of about
 // kParallelBytes or more.
+// Outputs from this size stream their whole cube lines past the caches (the engine's
+// kStreamLinesBytes, docs/design.md §3.8).
+constexpr int64_t kStreamFrom = int64_t{8} << 20;
+
 template <WgSource S, WgTarget T, IntRounding M>
 void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full, char* dst) {
   constexpr int64_t cube_bytes = 64 * (T == WgTarget::I8 ? 1 : 2);
   const int64_t blocks = sp.c_pad * sp.sy * sp.sx / 4, units = ceil_div(sp.k, sp.kpg) * blocks;
   const int64_t total = full.nbytes();
 #ifdef NPUPACK_WG_INT_AVX2
-  bool exact_int = false, quads = false;
-  if constexpr (S == WgSource::I8 || S == WgSource::I16) exact_int = int_rows<S, T>(sp);
+  bool exact_int = false, quads = false, stream = false;
+  if constexpr (S == WgSource::I8 || S == WgSource::I16) exact_int = wg::int_rows<S, T>(sp);
 #ifdef NPUPACK_WG_INT_AVX512
   quads = exact_int && wg::int8_quads<S, T>(sp);
+  stream = quads && total >= kStreamFrom && reinterpret_cast<uintptr_t>(dst) % 64 == 0;
 #endif
 #endif
 #ifdef NPUPACK_WG_AVX512
@@ -334,7 +331,7 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #ifdef NPUPACK_WG_INT_AVX2
       if constexpr ((S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16) {
         if (exact_int && lanes.plain) {
-          int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], quads, row);
+          int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], quads, stream, row);
           continue;
         }
       }
@@ -347,6 +344,9 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #endif
       for (int64_t k = 0; k < kn; ++k) cube<S, T, M>(src, sp, k0 + k, lanes, row + k * cube_bytes);
     }
+#ifdef NPUPACK_WG_INT_AVX2
+    if (stream) stream_fence();  // each thread orders its own streamed lines before the join
+#endif
   };
   const int64_t grain = std::max<int64_t>(1, (kParallelBytes / 4) / (sp.kpg * cube_bytes));
   if (total < kParallelBytes) work(0, units);

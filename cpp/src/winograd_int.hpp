@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 
+#include "npupack/cpu.hpp"
 #include "npupack/winograd.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -48,6 +49,16 @@ __attribute__((target("avx2"))) inline __m256i quarter(__m256i q) {
     if constexpr (M == IntRounding::NearestAway) m = _mm256_add_epi32(m, _mm256_set1_epi32(2));
     return _mm256_sub_epi32(_mm256_xor_si256(_mm256_srli_epi32(m, 2), sign), sign);
   }
+}
+
+// Whether int_row applies to every cube row of four real channels: 8- or 16-bit integer taps back
+// to back (3x3, stride 1 is checked per row), an integer target at scale 1, AVX2.
+template <WgSource S, WgTarget T>
+bool int_rows(const WinogradSpec& sp) {
+  constexpr int64_t eb = S == WgSource::I8 ? 1 : 2;
+  return (S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16 && sp.scale == 1.0 &&
+         sp.stride[3] == eb && sp.stride[2] == 3 * eb && cpu().avx2 &&
+         allows(sp.path, KernelPath::kAvx2);
 }
 
 // The integer Winograd transform on lanes of V (V::add, V::sub, V::quarter): h = 2G g (4x3),

@@ -67,7 +67,8 @@ struct Int16Lanes {
 // int_cube_pair on int16 lanes: q = (2G) g (2G)^T weighs each of the nine int8 taps by at most 4
 // in magnitude, so |q| <= 9 * 4 * 128, well within int16 (as are the sums on the way).
 template <IntRounding M>
-__attribute__((target("avx512f,avx512bw,avx512vbmi,avx2"))) void int8_cube_quad(const char* const k[4], char* out) {
+__attribute__((target("avx512f,avx512bw,avx512vbmi,avx2"))) void int8_cube_quad(const char* const k[4], char* out,
+                                                                               bool stream) {
   const QuadIndex& ix = quad_index();
   constexpr __mmask64 kTaps = (__mmask64{1} << 36) - 1;
   __m512i w[4];
@@ -104,10 +105,12 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi,avx2"))) void int8_cube_quad(
   const __m512i k23 = _mm512_set_epi32(31, 29, 23, 21, 15, 13, 7, 5, 30, 28, 22, 20, 14, 12, 6, 4);
   const __m512i u0 = _mm512_permutex2var_epi32(z[0], k01, z[1]), u1 = _mm512_permutex2var_epi32(z[2], k01, z[3]);
   const __m512i v0 = _mm512_permutex2var_epi32(z[0], k23, z[1]), v1 = _mm512_permutex2var_epi32(z[2], k23, z[3]);
-  _mm512_storeu_si512(out, _mm512_shuffle_i64x2(u0, u1, 0x44));
-  _mm512_storeu_si512(out + 64, _mm512_shuffle_i64x2(u0, u1, 0xEE));
-  _mm512_storeu_si512(out + 128, _mm512_shuffle_i64x2(v0, v1, 0x44));
-  _mm512_storeu_si512(out + 192, _mm512_shuffle_i64x2(v0, v1, 0xEE));
+  const __m512i cube[4] = {_mm512_shuffle_i64x2(u0, u1, 0x44), _mm512_shuffle_i64x2(u0, u1, 0xEE),
+                           _mm512_shuffle_i64x2(v0, v1, 0x44), _mm512_shuffle_i64x2(v0, v1, 0xEE)};
+  for (int i = 0; i < 4; ++i) {  // `stream`: out is on a line; whole lines bypass the caches
+    if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(out + 64 * i), cube[i]);
+    else _mm512_storeu_si512(out + 64 * i, cube[i]);
+  }
 }
 
 }  // namespace wg
