@@ -16,13 +16,15 @@ size_t plan_bounce(const Plan& p) {
   const BlockedLayout& L = *p.layout;
   const size_t n = p.loops.size();
   // Every packed byte an element, fixed packed steps, and loops the walk itself runs down to the
-  // pair: the batched transposes take over only the loop just outside it.
-  const bool batch = p.strategy->nest == run_batch_pairs;
-  if (!p.to_packed || L.ragged() || L.has_holes() || (p.strategy->nest != nullptr && !batch)) return 0;
+  // pair or to the loops a nest takes over: the batched transposes take only the loop just
+  // outside the pair, a column group its own loops.
+  const bool batch = p.strategy->nest == run_batch_pairs, group = p.strategy->nest == run_column_group;
+  if (!p.to_packed || L.ragged() || L.has_holes() || (p.strategy->nest != nullptr && !batch && !group)) return 0;
+  const size_t inner = batch ? 3 : group ? static_cast<size_t>(p.group) + 1 : 2;  // loops below the bounce loop at least
   // The outermost loop but the first (whose steps the threads share) whose step writes one
   // contiguous slab: its inner loops' slots are distinct, so they fill [0, span) exactly when
   // there are span / eb of them.
-  for (size_t li = 1; li + (batch ? 3 : 2) < n; ++li) {
+  for (size_t li = 1; li + inner < n; ++li) {
     int64_t count = 1, last = 0;
     for (size_t j = li + 1; j < n; ++j) {
       count *= p.loops[j].extent;
@@ -35,8 +37,16 @@ size_t plan_bounce(const Plan& p) {
   return 0;
 }
 
+// A column group whose columns are shorter than a line (16 halves: os_is_yx_isv16_osv16 fp16)
+// streams each line in two or more parts, from columns written far apart: more partial lines are
+// open at once than the write-combining buffers hold, and each is written out twice. Its slabs
+// bounce even into a line-aligned output, which then receives whole lines only.
+bool bounce_lines(const Plan& p) {
+  return p.bounce != 0 && p.strategy->nest == run_column_group && p.loops.back().extent * p.eb < 64;
+}
+
 const Plan& for_output(const Plan& p, const char* packed, Plan& storage) {
-  if (p.bounce == 0 || reinterpret_cast<uintptr_t>(packed) % 64 == 0) return p;
+  if (p.bounce == 0 || (reinterpret_cast<uintptr_t>(packed) % 64 == 0 && !p.bounce_lines)) return p;
   storage = p;
   storage.stream = storage.stream_lines = false;
   storage.bouncing = true;

@@ -187,6 +187,7 @@ Plan make_plan(const BlockedLayout& L, const std::vector<int64_t>& logical_strid
     p.stream = p.stream_lines = false;
   }
   if (p.stream) p.bounce = plan_bounce(p);
+  p.bounce_lines = bounce_lines(p);
   // Without the slab prefetch, the rotation kernels of a batched transpose prefetch each
   // matrix's successor (the same kernel's next channel block) instead.
   if (p.prefetch_slabs && std::strcmp(p.strategy->name, "batch_pairs") == 0 &&

@@ -80,6 +80,7 @@ struct Plan {
   bool row_gaps = false;             // pack zeroes the gaps between rows itself
   size_t bounce = 0;                 // stream: loop whose steps are whole packed slabs to bounce (0: none)
   bool bouncing = false;             // this copy runs bounced (for_output): no streaming below bounce
+  bool bounce_lines = false;         // bounce a line-aligned output too (bounce_lines())
   bool fills_holes = false;          // packing writes every hole: the fill pass is skipped
   bool split = false;                // the outer loop's steps are split across threads
   int64_t grain = 0;                 // split: steps per range at least
@@ -136,6 +137,8 @@ bool plan_fills_holes(Plan& p);
 // The loop (>= 1) whose every step writes one contiguous packed slab of at most kBounceBytes,
 // every byte of it, where a streamed plan may bounce; 0 where none does (bounce.cpp).
 size_t plan_bounce(const Plan& p);
+// Whether a bouncing plan bounces a line-aligned output too (its own stores leave partial lines).
+bool bounce_lines(const Plan& p);
 // `p` itself, or where `p` streams and may bounce but `packed` does not start on a 64-byte line,
 // a copy in `storage` that bounces its slabs (Walker::rec) instead of streaming below them.
 const Plan& for_output(const Plan& p, const char* packed, Plan& storage);

@@ -91,8 +91,8 @@ std::string Plan::describe() const {
   if (bounce != 0) {
     int64_t slab = eb;
     for (size_t j = bounce + 1; j < loops.size(); ++j) slab *= loops[j].extent;
-    o << "  output not on a 64-byte line: each step of loop " << bounce << " (" << slab
-      << " bytes) packed in a line-aligned buffer, then streamed out\n";
+    o << "  " << (bounce_lines ? "any output" : "output not on a 64-byte line") << ": each step of loop " << bounce
+      << " (" << slab << " bytes) packed in a line-aligned buffer, then streamed out\n";
   }
   // Only the row copies and the batched transposes take the range the walk hands them.
   const std::string name = strategy->name;
