@@ -75,24 +75,28 @@ def test_misaligned_fp16_nan_is_found_in_a_bounced_slab():
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("offset", [0, 16])
-def test_a_column_group_of_partial_lines_bounces_any_output(offset, threads):
+@pytest.mark.parametrize("shape, pad_value", [((1024, 1024, 3, 3), 0), ((1000, 1030, 3, 3), 0),
+                                              ((1000, 1030, 3, 3), 3.5)], ids=["whole blocks", "holes", "holes pad 3.5"])
+def test_a_column_group_of_partial_lines_bounces_any_output(shape, pad_value, offset, threads):
     """``os_is_yx_isv16_osv16`` fp16 3x3 writes 32-byte columns, half lines, far apart: streamed,
     each line would be written in parts that the write-combining buffers cannot hold together.
     Its slabs (one input block of 16 channels: 4608 bytes) bounce into a line-aligned output too,
-    which then takes whole lines only; the bytes are NumPy's at either alignment."""
+    which then takes whole lines only. Where O and I are not multiples of 16, the holes of a slab
+    start as the pad value and are streamed out with it. The bytes are NumPy's at either
+    alignment, and nothing outside ``out`` is written."""
     from npupack import openvino as ov
     from tests.reference import blocked as ref_blocked
 
-    shape = (1024, 1024, 3, 3)  # 18 MiB of output: streamed
     lay = ov.layout("os_is_yx_isv16_osv16")
-    text = plan.describe(lay, shape, np.float16)
+    text = plan.describe(lay, shape, np.float16)  # 18 MiB of output: streamed
     assert "any output: each step of loop 1 (4608 bytes)" in text, text
     w = RNG.standard_normal(shape).astype(np.float16)
-    expected = ref_blocked.pack_transpose(w, lay.logical, lay.outer, [(t.dim, t.size, None) for t in lay.tiles], 0)
-    n = expected.size
+    pad = np.float16(pad_value)
+    expected = ref_blocked.pack_transpose(w, lay.logical, lay.outer, [(t.dim, t.size, None) for t in lay.tiles], pad)
+    n = expected.nbytes
     raw = npupack.aligned_empty(n + 128)
     raw[:] = 0xA5
     with npupack.num_threads(threads):
-        got = ov.pack(w, "os_is_yx_isv16_osv16", out=raw[offset:offset + n])
+        got = ov.pack(w, "os_is_yx_isv16_osv16", pad_value=pad_value, out=raw[offset:offset + n])
     assert np.array_equal(got.view(np.uint8), expected.view(np.uint8))
     assert (raw[:offset] == 0xA5).all() and (raw[offset + n:] == 0xA5).all()

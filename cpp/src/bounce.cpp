@@ -19,11 +19,12 @@ size_t plan_bounce(const Plan& p) {
   // pair or to the loops a nest takes over: the batched transposes take only the loop just
   // outside the pair, a column group its own loops.
   const bool batch = p.strategy->nest == run_batch_pairs, group = p.strategy->nest == run_column_group;
-  if (!p.to_packed || L.ragged() || L.has_holes() || (p.strategy->nest != nullptr && !batch && !group)) return 0;
+  if (!p.to_packed || L.ragged() || (p.strategy->nest != nullptr && !batch && !group)) return 0;
   const size_t inner = batch ? 3 : group ? static_cast<size_t>(p.group) + 1 : 2;  // loops below the bounce loop at least
   // The outermost loop but the first (whose steps the threads share) whose step writes one
   // contiguous slab: its inner loops' slots are distinct, so they fill [0, span) exactly when
-  // there are span / eb of them.
+  // there are span / eb of them. Holes among them hold the pad value the slab starts with
+  // (Walker::bounce_slab).
   for (size_t li = 1; li + inner < n; ++li) {
     int64_t count = 1, last = 0;
     for (size_t j = li + 1; j < n; ++j) {

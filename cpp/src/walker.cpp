@@ -10,6 +10,7 @@
 #include "npupack/checked.hpp"
 #include "npupack/stream.hpp"
 #include "npupack/transpose.hpp"
+#include "fill.hpp"
 
 namespace npupack {
 namespace detail {
@@ -87,6 +88,8 @@ void Walker::bounce_slab(size_t li, int64_t loff, int64_t poff) {
   for (size_t j = li + 1; j < P.loops.size(); ++j) bytes *= P.loops[j].extent;
   if (bounce_buf.size() < static_cast<size_t>(bytes + 64)) bounce_buf.assign(static_cast<size_t>(bytes + 64), 0);
   char* const slab = bounce_buf.data() + (64 - reinterpret_cast<uintptr_t>(bounce_buf.data()) % 64) % 64;
+  // Holes (a padded dim's last block) are streamed out with the slab: they start as the pad value.
+  if (P.layout->has_holes()) fill_pad(slab, bytes, P.eb, P.has_pad ? P.pad : nullptr);
   char* const out = pout;
   pout = slab;
   rec(li + 1, loff, 0);
