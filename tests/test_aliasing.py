@@ -189,13 +189,22 @@ def test_read_only_misaligned_and_short_out_are_refused():
 
 def test_the_gate_refuses_an_entry_it_cannot_pass_arguments_to_by_name():
     """The gate's wrapper is generated with the entry's own parameters and passes them on by name:
-    an entry with ``*args`` / ``**kwargs``, or an ``out`` that is not keyword-only, is refused when
-    it is decorated, not on some later call."""
+    an entry with ``*args`` / ``**kwargs``, an ``out`` that is not keyword-only, a name that could
+    collide with the generated code's, a read that is not a parameter, or a registry word it
+    cannot serve is refused when it is decorated, not on some later call."""
     from npupack._gate import gate
 
     with pytest.raises(TypeError, match="named parameters only"):
         gate("x")(lambda x, *rest: None)
     with pytest.raises(TypeError, match="keyword-only"):
         gate("x")(lambda x, out=None: None)
+    with pytest.raises(TypeError, match="cannot be wrapped"):
+        gate("x")(lambda x, *, _f=None, out=None: None)  # would shadow the generated code's own name
+    with pytest.raises(TypeError, match="cannot be wrapped"):
+        gate("y")(lambda x, *, out=None: None)  # a read that is not a parameter
+    with pytest.raises(TypeError, match="cannot be wrapped"):
+        gate("x", words={"target": "chip"})(lambda x, chip, *, out=None: None)  # an own that is positional
+    with pytest.raises(TypeError, match="cannot be wrapped"):
+        gate("x", words={"chip": "chip"})(lambda x, *, chip=None, out=None: None)  # a word that is a parameter
     wrapped = gate("x")(lambda x, *, scale=2, out=None: (x, scale, out))
     assert wrapped(1) == (1, 2, None) and wrapped(x=3, scale=4) == (3, 4, None)

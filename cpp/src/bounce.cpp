@@ -1,8 +1,9 @@
-// Streamed plans over an output that does not start on a 64-byte line. Their kernels stream only
-// whole lines of a line-aligned output; elsewhere each store would read its line in first, an
-// extra read of memory per line written. Such a plan packs one slab at a time into a
-// line-aligned buffer that stays in L1 and streams the slab out with the stream-copy kernels,
-// which align the destination themselves (Walker::rec).
+// Streamed plans over an output that does not start on a 64-byte line, and column groups whose
+// own streaming stores would leave lines half written. Their kernels stream only whole lines of a
+// line-aligned output; elsewhere each store would read its line in first, an extra read of
+// memory per line written. Such a plan packs one slab at a time into a line-aligned buffer that
+// stays in L1 and streams the slab out with the stream-copy kernels, which align the destination
+// themselves (Walker::rec).
 // Spec: docs/design.md §3.8 (streaming stores), §3.12 (the plan and its options).
 #include <cstdint>
 

@@ -134,13 +134,15 @@ size_t plan_tiled_nest(const Plan& p);
 void split_pair_for_threads(Plan& p);
 bool plan_fills_holes(Plan& p);
 
-// The loop (>= 1) whose every step writes one contiguous packed slab of at most kBounceBytes,
-// every byte of it, where a streamed plan may bounce; 0 where none does (bounce.cpp).
+// The loop (>= 1) whose every step writes one contiguous packed slab of at most kBounceBytes
+// (its holes, if any, take the pad value the slab starts with), where a streamed plan may
+// bounce; 0 where none does (bounce.cpp).
 size_t plan_bounce(const Plan& p);
 // Whether a bouncing plan bounces a line-aligned output too (its own stores leave partial lines).
 bool bounce_lines(const Plan& p);
-// `p` itself, or where `p` streams and may bounce but `packed` does not start on a 64-byte line,
-// a copy in `storage` that bounces its slabs (Walker::rec) instead of streaming below them.
+// `p` itself, or where `p` streams and may bounce and `packed` does not start on a 64-byte line
+// (or bounce_lines), a copy in `storage` that bounces its slabs (Walker::rec) instead of
+// streaming below them.
 const Plan& for_output(const Plan& p, const char* packed, Plan& storage);
 
 // The walk takes layouts whose swizzled dims are stored as whole blocks (run_extended.cpp).

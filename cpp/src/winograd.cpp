@@ -11,6 +11,7 @@
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
 #include "npupack/stream.hpp"
+#include "plan.hpp"
 #include "winograd_int.hpp"
 #include "winograd_int_avx512.hpp"
 #include "winograd_avx512.hpp"
@@ -289,10 +290,6 @@ void f16_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, co
 // and inside a row the kn cubes of the group, as check_winograd verifies against the descriptor. Work units are
 // rows: the transform is compute bound, so they are split across threads for layers of about
 // kParallelBytes or more.
-// Outputs from this size stream their whole cube lines past the caches (the engine's
-// kStreamLinesBytes, docs/design.md §3.8).
-constexpr int64_t kStreamFrom = int64_t{8} << 20;
-
 template <WgSource S, WgTarget T, IntRounding M>
 void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full, char* dst) {
   constexpr int64_t cube_bytes = 64 * (T == WgTarget::I8 ? 1 : 2);
@@ -303,7 +300,8 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
   if constexpr (S == WgSource::I8 || S == WgSource::I16) exact_int = wg::int_rows<S, T>(sp);
 #ifdef NPUPACK_WG_INT_AVX512
   quads = exact_int && wg::int8_quads<S, T>(sp);
-  stream = quads && total >= kStreamFrom && reinterpret_cast<uintptr_t>(dst) % 64 == 0;
+  // From the engine's threshold for whole-line streaming (docs/design.md §3.8).
+  stream = quads && total >= detail::kStreamLinesBytes && reinterpret_cast<uintptr_t>(dst) % 64 == 0;
 #endif
 #endif
 #ifdef NPUPACK_WG_AVX512
@@ -331,7 +329,9 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #ifdef NPUPACK_WG_INT_AVX2
       if constexpr ((S == WgSource::I8 || S == WgSource::I16) && T != WgTarget::F16) {
         if (exact_int && lanes.plain) {
-          int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], quads, stream, row);
+          // A streamed store needs its line: checked per row, whatever descriptor placed it.
+          int_row<S, T, M>(src, sp, k0, kn, lanes.c[0], quads, stream && reinterpret_cast<uintptr_t>(row) % 64 == 0,
+                           row);
           continue;
         }
       }

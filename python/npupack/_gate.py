@@ -122,10 +122,20 @@ def gate(*reads: str, labels: dict | None = None, words: dict | None = None):
         takes_out = "out" in params
         if takes_out and params["out"].kind is not inspect.Parameter.KEYWORD_ONLY:
             raise TypeError(f"gate: {f.__qualname__} must take out= as a keyword-only argument")
+        # The generated code names its helpers with a leading underscore and takes each word as a
+        # keyword of its own: names that would collide, and reads or owns it cannot serve, are
+        # refused here rather than misbehaving on a call.
+        owns = {(own[0] if isinstance(own, tuple) else own) for own in words.values()}
+        bad = [n for n in list(params) + list(words) if n.startswith("_")] + [w for w in words if w in params]
+        bad += [n for n in reads if n not in params]
+        bad += [o for o in owns if o not in params or params[o].kind is not inspect.Parameter.KEYWORD_ONLY]
+        if bad:
+            raise TypeError(f"gate: {f.__qualname__} cannot be wrapped for {sorted(set(bad))}: parameters and words "
+                            "without a leading underscore, words that are not parameters, reads that are, and "
+                            "keyword-only parameters for the words")
         ns = {"_f": f, "_ndarray": np.ndarray, "_share": _MAY_SHARE, "_kinds": NUMERIC_KINDS,
               "_numeric": numeric_dtype, "_overlap": _overlap, "_other": _out_other, "_disjoint": check_disjoint,
               "_UNSET": _UNSET}
-        owns = {(own[0] if isinstance(own, tuple) else own) for own in words.values()}
         head, body, passed, star = [], [], [], False
         for i, p in enumerate(params.values()):
             if p.kind is inspect.Parameter.KEYWORD_ONLY and not star:
