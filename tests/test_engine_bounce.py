@@ -76,7 +76,8 @@ def test_misaligned_fp16_nan_is_found_in_a_bounced_slab():
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("offset", [0, 16])
 @pytest.mark.parametrize("shape, pad_value", [((1024, 1024, 3, 3), 0), ((1000, 1030, 3, 3), 0),
-                                              ((1000, 1030, 3, 3), 3.5)], ids=["whole blocks", "holes", "holes pad 3.5"])
+                                              ((1000, 1030, 3, 3), 3.5)],
+                         ids=["whole blocks", "holes", "holes pad 3.5"])
 def test_a_column_group_of_partial_lines_bounces_any_output(shape, pad_value, offset, threads):
     """``os_is_yx_isv16_osv16`` fp16 3x3 writes 32-byte columns, half lines, far apart: streamed,
     each line would be written in parts that the write-combining buffers cannot hold together.

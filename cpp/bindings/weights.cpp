@@ -145,8 +145,8 @@ void bind_weights(py::module_& m) {
       py::arg("path") = "auto", py::arg("zero_tail") = false,
       "Image-input weights (docs/nvdla.md §8.3-8.5): (K, C, R, S) elements, channels zero-padded to cdata and "
       "pre-extended into pixels, rows written where the image descriptor `full` places them (post-extension factor "
-      "f, channel blocks of cpb); `path` caps the instruction set (for tests); `zero_tail` zeroes `out` past them. Returns "
-      "the bytes of the mapping.");
+      "f, channel blocks of cpb); `path` caps the instruction set (for tests); `zero_tail` zeroes `out` past "
+      "them. Returns the bytes of the mapping.");
   m.def(
       "winograd_pack",
       [](const py::array& w, py::array out, int64_t sy, int64_t sx, int64_t c_pad, int64_t kpg,
@@ -260,7 +260,9 @@ void bind_weights(py::module_& m) {
           py::gil_scoped_release release;
           npupack::sparse_count(s, n, es, n, &nonzero);
         }
-        const auto surface = [align](int64_t bytes) { return bytes <= align ? align : (bytes + align - 1) / align * align; };
+        const auto surface = [align](int64_t bytes) {
+          return bytes <= align ? align : (bytes + align - 1) / align * align;
+        };
         const int64_t need = surface(nonzero * es);
         if (static_cast<int64_t>(out.nbytes()) < need) {
           throw LayoutError("out: holds " + std::to_string(out.nbytes()) + " bytes, " + std::to_string(need) +

@@ -21,7 +21,8 @@ size_t plan_bounce(const Plan& p) {
   // outside the pair, a column group its own loops.
   const bool batch = p.strategy->nest == run_batch_pairs, group = p.strategy->nest == run_column_group;
   if (!p.to_packed || L.ragged() || (p.strategy->nest != nullptr && !batch && !group)) return 0;
-  const size_t inner = batch ? 3 : group ? static_cast<size_t>(p.group) + 1 : 2;  // loops below the bounce loop at least
+  // Loops below the bounce loop at least: the pair, the batch and the pair, or the group and its rows.
+  const size_t inner = batch ? 3 : group ? static_cast<size_t>(p.group) + 1 : 2;
   // The outermost loop but the first (whose steps the threads share) whose step writes one
   // contiguous slab: its inner loops' slots are distinct, so they fill [0, span) exactly when
   // there are span / eb of them. Holes among them hold the pad value the slab starts with

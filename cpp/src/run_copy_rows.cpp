@@ -54,7 +54,8 @@ void run_copy_rows(Walker& w, int64_t loff, int64_t poff) {
     for (int64_t i = 0; i < nx; i += chunk) {
       const int64_t m = std::min(chunk, nx - i);
       char* d = pout + poff + i * psx;
-      std::memset(d, 0, static_cast<size_t>((m - 1) * psx) + (i + m < nx || gap_after ? static_cast<size_t>(psx) : row));
+      const size_t last = i + m < nx || gap_after ? static_cast<size_t>(psx) : row;
+      std::memset(d, 0, static_cast<size_t>((m - 1) * psx) + last);
       copy_rows(lin + loff + i * x.lstep, x.lstep, d, psx, m, row);
     }
   } else if (w.watch) {

@@ -37,17 +37,18 @@ __attribute__((target("avx2"))) inline void transpose8(__m256i r[8]) {
   }
 }
 
-// q / 4 rounded as IntRounding M rounds t = q / 4 (arithmetic shifts floor).
-template <IntRounding M>
-__attribute__((target("avx2"))) inline __m256i quarter(__m256i q) {
+// q / 4 rounded as IntRounding M rounds t = q / 4 (arithmetic shifts floor), on lanes of V (its
+// integer operations; V::kBits bits a lane): one definition for int32 and int16 lanes.
+template <class V, IntRounding M>
+__attribute__((target("avx2"), always_inline)) inline typename V::Reg quarter(typename V::Reg q) {
   if constexpr (M == IntRounding::NearestEven) {  // floor((q + 1 + bit 2 of q) / 4)
-    const __m256i odd = _mm256_and_si256(_mm256_srai_epi32(q, 2), _mm256_set1_epi32(1));
-    return _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(q, _mm256_set1_epi32(1)), odd), 2);
+    const auto odd = _mm256_and_si256(V::template srai<2>(q), V::set1(1));
+    return V::template srai<2>(V::add(V::add(q, V::set1(1)), odd));
   } else {  // on |q|, the sign put back: halves away from zero, or toward zero
-    const __m256i sign = _mm256_srai_epi32(q, 31);
-    __m256i m = _mm256_abs_epi32(q);
-    if constexpr (M == IntRounding::NearestAway) m = _mm256_add_epi32(m, _mm256_set1_epi32(2));
-    return _mm256_sub_epi32(_mm256_xor_si256(_mm256_srli_epi32(m, 2), sign), sign);
+    const auto sign = V::template srai<V::kBits - 1>(q);
+    auto m = V::abs(q);
+    if constexpr (M == IntRounding::NearestAway) m = V::add(m, V::set1(2));
+    return V::sub(_mm256_xor_si256(V::template srli<2>(m), sign), sign);
   }
 }
 
@@ -84,13 +85,26 @@ __attribute__((target("avx2"), always_inline)) inline void int_transform(const t
   }
 }
 
-template <IntRounding M>
-struct Int32Lanes {
-  using Reg = __m256i;
-  __attribute__((target("avx2"), always_inline)) static Reg add(Reg a, Reg b) { return _mm256_add_epi32(a, b); }
-  __attribute__((target("avx2"), always_inline)) static Reg sub(Reg a, Reg b) { return _mm256_sub_epi32(a, b); }
-  __attribute__((target("avx2"), always_inline)) static Reg quarter(Reg q) { return wg::quarter<M>(q); }
-};
+// The lane types of int_transform and quarter: eight int32 lanes (AVX2 pairs) or sixteen int16
+// lanes (AVX-512 quads, winograd_int_avx512.hpp).
+#define NPUPACK_WG_LANES(Name, bits, W)                                                                       \
+  template <IntRounding M>                                                                                    \
+  struct Name {                                                                                               \
+    using Reg = __m256i;                                                                                      \
+    static constexpr int kBits = bits;                                                                        \
+    __attribute__((target("avx2"), always_inline)) static Reg add(Reg a, Reg b) { return _mm256_add_##W(a, b); } \
+    __attribute__((target("avx2"), always_inline)) static Reg sub(Reg a, Reg b) { return _mm256_sub_##W(a, b); } \
+    __attribute__((target("avx2"), always_inline)) static Reg abs(Reg a) { return _mm256_abs_##W(a); }           \
+    __attribute__((target("avx2"), always_inline)) static Reg set1(int v) { return _mm256_set1_##W(v); }         \
+    template <int N>                                                                                          \
+    __attribute__((target("avx2"), always_inline)) static Reg srai(Reg a) { return _mm256_srai_##W(a, N); }      \
+    template <int N>                                                                                          \
+    __attribute__((target("avx2"), always_inline)) static Reg srli(Reg a) { return _mm256_srli_##W(a, N); }      \
+    __attribute__((target("avx2"), always_inline)) static Reg quarter(Reg q) { return wg::quarter<Name, M>(q); } \
+  };
+NPUPACK_WG_LANES(Int32Lanes, 32, epi32)
+NPUPACK_WG_LANES(Int16Lanes, 16, epi16)
+#undef NPUPACK_WG_LANES
 
 // Cubes of four channels of two kernels: lanes 0-3 read channels at a + l * cstride, lanes 4-7
 // at b + l * cstride (9 taps back to back each); written to out_a and out_b in the cube's

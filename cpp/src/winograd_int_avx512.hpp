@@ -43,25 +43,6 @@ bool int8_quads(const WinogradSpec& sp) {
          allows(sp.path, KernelPath::kAvx512);
 }
 
-// int16 lanes for int_transform; quarter rounds as quarter<M> of winograd_int.hpp.
-template <IntRounding M>
-struct Int16Lanes {
-  using Reg = __m256i;
-  __attribute__((target("avx2"), always_inline)) static Reg add(Reg a, Reg b) { return _mm256_add_epi16(a, b); }
-  __attribute__((target("avx2"), always_inline)) static Reg sub(Reg a, Reg b) { return _mm256_sub_epi16(a, b); }
-  __attribute__((target("avx2"), always_inline)) static Reg quarter(Reg q) {
-    if constexpr (M == IntRounding::NearestEven) {
-      const Reg odd = _mm256_and_si256(_mm256_srai_epi16(q, 2), _mm256_set1_epi16(1));
-      return _mm256_srai_epi16(_mm256_add_epi16(_mm256_add_epi16(q, _mm256_set1_epi16(1)), odd), 2);
-    } else {
-      const Reg sign = _mm256_srai_epi16(q, 15);
-      Reg m = _mm256_abs_epi16(q);
-      if constexpr (M == IntRounding::NearestAway) m = _mm256_add_epi16(m, _mm256_set1_epi16(2));
-      return _mm256_sub_epi16(_mm256_xor_si256(_mm256_srli_epi16(m, 2), sign), sign);
-    }
-  }
-};
-
 // Cubes of channels c .. c + 3 of four kernels (36 int8 taps back to back at k[0] .. k[3], none
 // read past them), written as four 64-byte cubes back to back from out. The arithmetic is that of
 // int_cube_pair on int16 lanes: q = (2G) g (2G)^T weighs each of the nine int8 taps by at most 4

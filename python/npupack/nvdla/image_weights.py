@@ -64,7 +64,6 @@ def image_layout(k, c_ext, r, f, precision, config) -> BlockedLayout:
 # a key only as the exact types the checks accept, so 2.0 or True never finds the plan of 2 or 1.
 _PLANS: dict = {}
 _MAX_PLANS = 1024
-_AUTO = "auto"
 
 
 def _plan_key(w, precision, config, groups, stride, pixel_format, post_extension, compress, rounding, saturate,
@@ -145,7 +144,7 @@ def pack_image(w, *, precision, config, groups, stride, pixel_format, post_exten
         # Uncompressed: straight to the surface, its zero tail written by the pass (a small
         # layer's call is mostly Python).
         buf = result_buffer(out, surface)
-        _core.image_weights_pack(elems, buf, cdata, f, kpg, cpb, desc, _AUTO, True)
+        _core.image_weights_pack(elems, buf, cdata, f, kpg, cpb, desc, "auto", True)
         return WeightSurfaces._with_weight(result, buf)
 
     remember(_PLANS, key, run, _MAX_PLANS)

@@ -89,7 +89,8 @@ def pack_winograd(w, *, precision, config, groups, stride, post_extension, compr
     if (type(w) is np.ndarray and compress is False and type(groups) is int and groups == 1
             and type(post_extension) is str and post_extension == "auto" and type(config) is Config
             and (precision is None or type(precision) is str) and type(stride) is tuple
-            and len(stride) == 2 and type(stride[0]) is int and type(stride[1]) is int and type(rounding) is str and type(saturate) is bool
+            and len(stride) == 2 and type(stride[0]) is int and type(stride[1]) is int
+            and type(rounding) is str and type(saturate) is bool
             and type(scale) is float and type(allow_nan) is bool):
         key = (w.shape, w.dtype, precision, config, stride, rounding, saturate, scale, allow_nan)
         plan = _PLANS.get(key)
