@@ -101,8 +101,9 @@ def test_sweep(name):
             with pytest.raises(LayoutError, match="out"):
                 f.pack(x, out=short, **params)
             assert (short == 0xA5).all(), where
-            with pytest.raises(TypeError, match="out"):
-                f.pack(x, out=np.zeros(buf.size, np.int8), **params)
+            for wrong in (np.zeros(buf.size, np.int8), bytearray(buf.size), [0] * buf.size):
+                with pytest.raises(TypeError, match="out"):
+                    f.pack(x, out=wrong, **params)
 
             if f.invertible:
                 back = f.unpack(buf, shape, dt, **params)
@@ -144,6 +145,23 @@ def test_winograd_bytes_match_the_numpy_reference():
     expect, _ = ref_nvdla.pack_winograd(w.astype(np.float64), "fp16", atom=NV_FULL.atom_elements("fp16"),
                                      kpg=NV_FULL.kernels_per_group("fp16"))
     assert f.pack(w).tobytes() == bytes(expect)
+
+
+def test_sdp_operand_sizes_come_from_the_formulas_without_packing():
+    # docs/nvdla.md §12.2: per channel roundup(C, E) * eb bytes; per element
+    # (G-1)*surface_stride + (H-1)*line_stride + roundup(W*E*eb, atom), line = roundup(W*E*eb, atom),
+    # surface = H*line. Shapes far past memory: sizing must neither allocate nor pack.
+    from npupack.nvdla import NV_FULL
+
+    f = formats.get("nvdla:sdp:bias")
+    e, atom = NV_FULL.atom_elements("int8"), NV_FULL.atom_bytes
+    c = 2 ** 40 + 3
+    assert f.nbytes((c,), np.int8) == -(-c // e) * e
+    ch, h, w, e16 = 2 ** 20 + 1, 2 ** 11, 2 ** 9 + 1, NV_FULL.atom_elements("int16")
+    line = -(-(w * e16 * 2) // atom) * atom
+    assert f.nbytes((ch, h, w), np.int16, precision="int16") == (-(-ch // e16) - 1) * h * line + (h - 1) * line + line
+    with pytest.raises(LayoutError, match="buf"):
+        f.unpack(np.zeros(16, np.uint8), (c,), np.int8)
 
 
 def test_offsets_are_bytes_where_the_vendor_counts_elements():

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "npupack/convert.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/grouped.hpp"
 #include "npupack/image_weights.hpp"
@@ -103,9 +104,12 @@ struct CompressArgs {
 void bind_weights(py::module_& m) {
   m.def(
       "grouped_pack",
-      [](const py::array& w, py::array out, int64_t groups, int64_t kpg, int64_t cb, bool zeroed) {
+      [](const py::array& w, py::array out, int64_t groups, int64_t kpg, int64_t cb, bool zeroed, bool finite_fp16) {
         npupack_bindings::require_numeric(w, "w");
         if (w.ndim() != 4) throw LayoutError("grouped: w must be (K, C/G, R, S)");
+        // finite_fp16: w holds binary16 bits, packed only when none is INF or NaN (the caller
+        // converts and packs again otherwise); a strided w is left to the caller's scan.
+        if (finite_fp16 && (w.itemsize() != 2 || !(w.flags() & py::array::c_style))) return false;
         npupack::GroupedSpec sp{};
         sp.k = w.shape(0), sp.cg = w.shape(1), sp.r = w.shape(2), sp.s = w.shape(3);
         for (int i = 0; i < 4; ++i) sp.stride[i] = w.strides(i);
@@ -114,11 +118,16 @@ void bind_weights(py::module_& m) {
         const int64_t size = out.nbytes();
         npupack::grouped_bytes(sp);  // validates before the GIL is released
         const char* src = static_cast<const char*>(w.data());
+        const int64_t n = w.size();
         py::gil_scoped_release release;
+        if (finite_fp16 && npupack::fp16_first_nonfinite(reinterpret_cast<const uint16_t*>(src), n) >= 0) return false;
         npupack::grouped_pack(src, sp, reinterpret_cast<char*>(dst), size, zeroed);
+        return true;
       },
       py::arg("w"), py::arg("out"), py::arg("groups"), py::arg("kpg"), py::arg("cb"), py::arg("zeroed") = false,
-      "Grouped DC weights into a zeroed surface without densifying (docs/nvdla.md §6.1, 7.1)");
+      py::arg("finite_fp16") = false,
+      "Grouped DC weights into a zeroed surface without densifying (docs/nvdla.md §6.1, 7.1); False, "
+      "nothing written, when finite_fp16 and w is strided or holds INF or NaN");
   m.def(
       "image_weights_pack",
       [](const py::array& w, py::array out, int64_t cdata, int64_t f, int64_t kpg, int64_t cpb,

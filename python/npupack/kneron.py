@@ -248,11 +248,15 @@ def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
 _PLANS: dict = {}
 # pack's layouts that are one engine pass (no high/low split, byte swap or LSB clearing), by
 # (type(layout), layout, shape, dtype, chip, stride_npu, stride_onnx): see pack.
-_PLAIN: dict = {}
+# pack's checked calls by (type(layout), layout, shape, dtype, chip, stride_npu, stride_onnx),
+# the default clear_lsb only: (descriptor, engine shape, bytes, view dtype, clear LSB, step
+# after the engine pass): see pack.
+_CALLS: dict = {}
+_PLAIN, _SWAP, _SPLIT = 0, 1, 2  # the step: none, byte swap first (HW1C16B_BE), high/low split after
 
 
 def _int_tuple(strides) -> bool:
-    """True for None or a tuple of exact ints: the strides a key of _PLAIN may hold (a float 64.0
+    """True for None or a tuple of exact ints: the strides a key of _CALLS may hold (a float 64.0
     equals 64 and must not find the plan of its integer twin)."""
     return strides is None or (type(strides) is tuple and all(type(v) is int for v in strides))
 
@@ -346,22 +350,28 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
     key = (type(layout), layout, arr.shape, arr.dtype, chip, stride_npu, stride_onnx) \
         if clear_lsb is None and type(chip) is str and _int_tuple(stride_npu) and _int_tuple(stride_onnx) else None
     try:
-        plain = _PLAIN.get(key)
+        seen = _CALLS.get(key)
     except TypeError:  # an unhashable layout: the checks below name it
-        plain = key = None
-    if plain is not None:
-        desc, eshape, total, view = plain
-        return _pack_plain(desc, (arr if view is None else arr.view(view)).reshape(eshape), total, out)
+        seen = key = None
+    if seen is not None:
+        desc, eshape, total, view, lsb, step = seen
+        return _pack_values(desc, (arr if view is None else arr.view(view)).reshape(eshape), total, out, lsb, step)
     lay, chip, desc, eshape, total, dtype = _plan(layout, arr.shape, chip, stride_npu, stride_onnx)
     vals = _input_array(arr, lay, dtype).reshape(eshape)
     lsb = _clear_lsb(lay, chip, clear_lsb)
+    step = _SPLIT if lay in _HIGHLOW else _SWAP if lay == DataLayout.KP_HW1C16B_BE else _PLAIN
+    remember(_CALLS, key, (desc, eshape, total, dtype if arr.dtype != dtype else None, lsb, step), 1024)
+    return _pack_values(desc, vals, total, out, lsb, step)
+
+
+def _pack_values(desc, vals: np.ndarray, total: int, out, lsb: bool, step: int) -> np.ndarray:
+    """The checked values (engine shape, the layout's scalar type) packed into ``out`` or a new
+    buffer of ``total`` bytes: LSB cleared, then the layout's step (docs/kneron.md §6, 7)."""
     if lsb:
         vals = vals & np.int16(-2)
-    if lay == DataLayout.KP_HW1C16B_BE:
+    if step == _SWAP:
         vals = vals.byteswap()  # the engine stores little-endian: swapped values give big-endian bytes
-    elif not lsb and lay not in _HIGHLOW:
-        remember(_PLAIN, key, (desc, eshape, total, dtype if arr.dtype != dtype else None), 1024)
-    if lay not in _HIGHLOW:
+    if step != _SPLIT:
         return _pack_plain(desc, vals, total, out)
     buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
     scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars

@@ -6,6 +6,7 @@ name (nv_full, nv_small, ...; docs/nvdla.md §1.2) or a :class:`~npupack.nvdla.C
 ``precision`` defaults to the one the dtype stands for (int8, int16, float16 -> fp16)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.common import into
 from npupack.formats.registry import Format, register
+from npupack.layout import as_byte_buffer, check_out
 from npupack.nvdla import (Config, dc_layout, feature_layout, feature_strides, pack_feature, pack_pixels,
                            pack_weights, unpack_feature, unpack_pixels, unpack_weights, weights_nbytes)
 from npupack.nvdla.config import element_size
@@ -125,6 +127,10 @@ def _dc(name: str, grouped: bool) -> Format:
         return weights_nbytes(shape, precision=p, config=config, groups=g, kind="dc")
 
     def pack(x, *, out=None, pad_value=0, target=None, precision=None, groups=None):
+        if target is None and precision is None and groups is None and not grouped:
+            p = _BY_DTYPE.get(x.dtype)  # nv_full has every precision: nothing else to check here
+            if p is not None:
+                return pack_weights(x, precision=p, out=out).weight
         config, p, g = args(x.shape, x.dtype, target, precision, groups)
         return pack_weights(x, kind="dc", precision=p, config=config, groups=g, out=out).weight
 
@@ -298,8 +304,6 @@ def _deconv() -> Format:
         return into(np.concatenate([st.weight for st in sets]), out)
 
     def unpack(buf, shape, dtype, target=None, precision=None, stride=(1, 1)):
-        from npupack.layout import as_byte_buffer
-
         config, p = args(dtype, target, precision)
         n = each(shape, dtype, target, precision, stride)
         data = as_byte_buffer(buf, "buf")
@@ -337,6 +341,7 @@ _SDP = {"target": _TARGET,
 
 def _sdp_bias() -> Format:
     from npupack.nvdla import pack_bias, unpack_sdp
+    from npupack.nvdla.sdp import element_strides
 
     def args(shape, dtype, target, precision, data_size):
         if len(shape) not in (1, 3):
@@ -350,15 +355,25 @@ def _sdp_bias() -> Format:
 
     @lru_cache(maxsize=256)
     def template(shape, dtype, target, precision, data_size, line_stride, surface_stride):
-        # The operand's recorded layout (E, strides), from packing zeros once.
-        return pack_bias(np.zeros(shape, dtype), line_stride=line_stride, surface_stride=surface_stride,
-                         **args(shape, dtype, target, precision, data_size))
+        # (operand without data, bytes): the fields of a packed one-element tensor of the same
+        # rank (checks the parameters), the shape, strides and size of this one by the formulas
+        # of docs/nvdla.md §12.2, so that sizing a tensor never allocates or packs it.
+        one = pack_bias(np.zeros((1,) * len(shape), dtype), line_stride=line_stride, surface_stride=surface_stride,
+                        **args(shape, dtype, target, precision, data_size))
+        e, eb = one.elements_per_atom, one.element_bytes
+        if len(shape) == 1:
+            ls = ss = None
+            size = -(-shape[0] // e) * e * eb
+        else:
+            ls, ss, size = element_strides(shape, e=e, eb=eb, config=one.config, line_stride=line_stride,
+                                           surface_stride=surface_stride)
+        return replace(one, data=None, shape=shape, line_stride=ls, surface_stride=ss), size
 
     def op(shape, dtype, target=None, precision=None, data_size=None, line_stride=None, surface_stride=None):
         return template(tuple(shape), np.dtype(dtype), target, precision, data_size, line_stride, surface_stride)
 
     def nbytes(shape, dtype, **params):
-        return op(shape, dtype, **params).nbytes
+        return op(shape, dtype, **params)[1]
 
     def pack(x, *, out=None, pad_value=0, target=None, precision=None, data_size=None, line_stride=None,
              surface_stride=None):
@@ -366,10 +381,14 @@ def _sdp_bias() -> Format:
                          **args(x.shape, x.dtype, target, precision, data_size)).data
 
     def unpack(buf, shape, dtype, **params):
-        return unpack_sdp(op(shape, dtype, **params), buf)
+        o, size = op(shape, dtype, **params)
+        data = as_byte_buffer(buf, "buf")
+        if data.size < size:
+            raise LayoutError(f"buf: holds {data.size} bytes, nvdla:sdp:bias needs {size}")
+        return unpack_sdp(o, data)
 
     def offset(shape, index, dtype, **params):
-        o = op(shape, dtype, **params)
+        o = op(shape, dtype, **params)[0]
         e, eb = o.elements_per_atom, o.element_bytes
         if len(index) == 1:
             return index[0] * eb  # docs/nvdla.md §12.2, per channel
@@ -404,18 +423,23 @@ def _pixel(fmt) -> Format:
         h, w = hw(shape)
         return h * sum(pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride))
 
+    @lru_cache(maxsize=64)
+    def default_strides(w, x_offset):
+        return pixel_line_strides(fmt, w, x_offset=x_offset)
+
     def pack(x, *, out=None, pad_value=0, line_stride=None, x_offset=0):
         h, w = hw(x.shape)
-        strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
-        buf = np.empty(h * sum(strides), np.uint8) if out is None else out.reshape(-1)[: h * sum(strides)]
-        ends = np.cumsum([0] + [h * s for s in strides])
-        pack_pixels(x, fmt.name, line_stride=strides, x_offset=x_offset,
-                    out=tuple(buf[a:b] for a, b in zip(ends[:-1], ends[1:])))
+        strides = default_strides(w, x_offset) if line_stride is None and type(x_offset) is int else \
+            pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
+        first, total = h * strides[0], h * sum(strides)
+        buf = np.empty(total, np.uint8) if out is None else check_out(out, total)[:total]
+        # The planes back to back in one buffer; default strides reach pack_pixels as None so
+        # that a geometry packed before takes its cached plan.
+        pack_pixels(x, fmt.name, line_stride=None if line_stride is None else strides, x_offset=x_offset,
+                    out=buf if len(strides) == 1 else (buf[:first], buf[first:]))
         return buf
 
     def unpack(buf, shape, dtype, line_stride=None, x_offset=0):
-        from npupack.layout import as_byte_buffer
-
         h, w = hw(shape)
         strides = pixel_line_strides(fmt, w, x_offset=x_offset, line_stride=line_stride)
         data = as_byte_buffer(buf, "buf")

@@ -114,13 +114,14 @@ class Format:
     def _params(self, params: dict) -> dict:
         if not params:
             return params
-        unknown = sorted(set(params) - set(self.params))
-        if unknown:
+        if not params.keys() <= self.params.keys():
+            unknown = sorted(set(params) - set(self.params))
             takes = ", ".join(sorted(self.params)) or "none"
             raise TypeError(f"{unknown[0]}: not a parameter of {self.name} (it takes: {takes}; "
                             "docs/formats.md §3)")
-        if self.targets and "target" in self.params and params.get("target") is not None:
-            t = params["target"]
+        t = params.get("target")
+        if t is not None and self.targets and not (type(t) is str and t in self.targets):
+            # Anything but a target spelled as listed: checked, and normalised when a name.
             if not isinstance(t, str):
                 if self.vendor == "nvdla":  # an nvdla.Config of one's own; the vendor checks it
                     return params

@@ -143,7 +143,7 @@ class _DcPlan:
     """Everything about packing one validated DC layer shape except the values (docs/nvdla.md §6, 7)."""
 
     __slots__ = ("layout", "surface", "meaningful", "groups", "kpg", "precision", "config", "fields", "direct",
-                 "tail", "core")
+                 "grouped", "tail", "core")
 
     def __init__(self, shape, groups: int, precision: str, config: Config):
         k, cg, r, s = shape
@@ -158,6 +158,9 @@ class _DcPlan:
         self.config = config
         # Dense integer weights already of the target dtype pack as they are: no conversion call.
         self.direct = _TARGET_DTYPE[precision] if groups == 1 and precision != "fp16" else None
+        # Grouped weights of the target dtype go to the address loop as they are (float16 once
+        # the loop's own scan finds no INF or NaN).
+        self.grouped = _TARGET_DTYPE[precision] if groups > 1 else None
         # Dense surfaces get their zero tail after packing; grouped ones are zeroed whole.
         self.tail = self.surface > self.meaningful and groups == 1
         self.fields = dict(kind="dc", precision=precision, shape=tuple(shape), packed_shape=packed_shape,
@@ -179,6 +182,9 @@ class _DcPlan:
         # Dense surfaces: the engine zeroes the tail past the layout's bytes itself.
         if arr.dtype is self.direct:
             self.core.pack(arr, buf, b"", False, True)
+        elif arr.dtype is self.grouped and _core.grouped_pack(arr, buf, g, self.kpg, self.config.channels_per_block,
+                                                              out is None, self.precision == "fp16"):
+            pass
         elif not (g == 1 and self.precision == "fp16" and _pack_if_finite_fp16(self.layout, arr, buf, True)):
             elems = convert_elements(arr, self.precision, what="w", rounding=rounding, saturate=saturate,
                                      allow_nan=allow_nan)
