@@ -52,6 +52,20 @@ __attribute__((target("avx2"), always_inline)) inline typename V::Reg quarter(ty
   }
 }
 
+// m / 2 rounded as IntRounding M rounds it: the outputs on the border of the cube, whose q is
+// 2m (quarter(2m) and half(m) round the same number, m / 2).
+template <class V, IntRounding M>
+__attribute__((target("avx2"), always_inline)) inline typename V::Reg half(typename V::Reg m) {
+  if constexpr (M == IntRounding::NearestEven) {  // floor((m + bit 1 of m) / 2)
+    return V::template srai<1>(V::add(m, _mm256_and_si256(V::template srai<1>(m), V::set1(1))));
+  } else {
+    const auto sign = V::template srai<V::kBits - 1>(m);
+    auto a = V::abs(m);
+    if constexpr (M == IntRounding::NearestAway) a = V::add(a, V::set1(1));
+    return V::sub(_mm256_xor_si256(V::template srli<1>(a), sign), sign);
+  }
+}
+
 // Whether int_row applies to every cube row of four real channels: 8- or 16-bit integer taps back
 // to back (3x3, stride 1 is checked per row), an integer target at scale 1, AVX2.
 template <WgSource S, WgTarget T>
@@ -62,26 +76,36 @@ bool int_rows(const WinogradSpec& sp) {
          allows(sp.path, KernelPath::kAvx2);
 }
 
-// The integer Winograd transform on lanes of V (V::add, V::sub, V::quarter): h = 2G g (4x3),
-// q = h (2G)^T = 4 G g G^T, each q then quartered (rounded); the taps g[3r + s], the outputs
-// q[4i + j]. int_cube_pair runs it on int32 lanes, the AVX-512 quads on int16 lanes.
+// The integer Winograd transform on lanes of V (V::add, V::sub, V::quarter, V::half): h = 2G g
+// (4x3), q = h (2G)^T = 4 G g G^T, each q then quartered (rounded); the taps g[3r + s], the
+// rounded outputs q[4i + j]. Rows 0 and 3 of h are 2g and columns 0 and 3 of (2G)^T double once
+// more, so the four corners are the corner taps themselves (q = 4g) and the other border outputs
+// are halves of sums of taps or of h (q = 2m): the same numbers as quartering 4G g G^T, with
+// fewer operations. int_cube_pair runs it on int32 lanes, the AVX-512 quads on int16 lanes.
 template <class V>
 __attribute__((target("avx2"), always_inline)) inline void int_transform(const typename V::Reg g[9],
                                                                          typename V::Reg q[16]) {
-  typename V::Reg h[12];
+  typename V::Reg h[6];  // rows 1 and 2 of h: sums and differences of the tap rows
   for (int j = 0; j < 3; ++j) {
-    const auto g0 = g[j], g1 = g[3 + j], g2 = g[6 + j], s02 = V::add(g0, g2);
-    h[j] = V::add(g0, g0);
-    h[3 + j] = V::add(s02, g1);
-    h[6 + j] = V::sub(s02, g1);
-    h[9 + j] = V::add(g2, g2);
+    const auto s02 = V::add(g[j], g[6 + j]);
+    h[j] = V::add(s02, g[3 + j]);
+    h[3 + j] = V::sub(s02, g[3 + j]);
   }
-  for (int i = 0; i < 4; ++i) {
-    const auto h0 = h[3 * i], h1 = h[3 * i + 1], h2 = h[3 * i + 2], s02 = V::add(h0, h2);
-    q[4 * i] = V::quarter(V::add(h0, h0));
-    q[4 * i + 1] = V::quarter(V::add(s02, h1));
-    q[4 * i + 2] = V::quarter(V::sub(s02, h1));
-    q[4 * i + 3] = V::quarter(V::add(h2, h2));
+  for (int i = 0; i < 4; i += 3) {  // rows 0 and 3: the tap rows r = 0 and 2, h = 2g
+    const auto* r = g + (i == 0 ? 0 : 6);
+    const auto s02 = V::add(r[0], r[2]);
+    q[4 * i] = r[0];
+    q[4 * i + 1] = V::half(V::add(s02, r[1]));
+    q[4 * i + 2] = V::half(V::sub(s02, r[1]));
+    q[4 * i + 3] = r[2];
+  }
+  for (int i = 1; i < 3; ++i) {
+    const auto* r = h + 3 * (i - 1);
+    const auto s02 = V::add(r[0], r[2]);
+    q[4 * i] = V::half(r[0]);
+    q[4 * i + 1] = V::quarter(V::add(s02, r[1]));
+    q[4 * i + 2] = V::quarter(V::sub(s02, r[1]));
+    q[4 * i + 3] = V::half(r[2]);
   }
 }
 
@@ -101,6 +125,7 @@ __attribute__((target("avx2"), always_inline)) inline void int_transform(const t
     template <int N>                                                                                          \
     __attribute__((target("avx2"), always_inline)) static Reg srli(Reg a) { return _mm256_srli_##W(a, N); }      \
     __attribute__((target("avx2"), always_inline)) static Reg quarter(Reg q) { return wg::quarter<Name, M>(q); } \
+    __attribute__((target("avx2"), always_inline)) static Reg half(Reg m) { return wg::half<Name, M>(m); }       \
   };
 NPUPACK_WG_LANES(Int32Lanes, 32, epi32)
 NPUPACK_WG_LANES(Int16Lanes, 16, epi16)

@@ -355,7 +355,10 @@ def pack(x, layout, *, chip: str, stride_npu=None, stride_onnx=None, clear_lsb=N
         seen = key = None
     if seen is not None:
         desc, eshape, total, view, lsb, step = seen
-        return _pack_values(desc, (arr if view is None else arr.view(view)).reshape(eshape), total, out, lsb, step)
+        vals = (arr if view is None else arr.view(view)).reshape(eshape)
+        if step == _PLAIN and not lsb:  # one engine pass: the common call, without a call more
+            return _pack_plain(desc, vals, total, out)
+        return _pack_values(desc, vals, total, out, lsb, step)
     lay, chip, desc, eshape, total, dtype = _plan(layout, arr.shape, chip, stride_npu, stride_onnx)
     vals = _input_array(arr, lay, dtype).reshape(eshape)
     lsb = _clear_lsb(lay, chip, clear_lsb)
@@ -374,9 +377,9 @@ def _pack_values(desc, vals: np.ndarray, total: int, out, lsb: bool, step: int) 
     if step != _SPLIT:
         return _pack_plain(desc, vals, total, out)
     buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
-    scalars = np.zeros(total // 2, dtype=np.int16)  # ceil(N/16)*16 scalars
-    desc._pack(vals, scalars.view(np.uint8), 0)
-    _core.highlow_split(scalars, buf)
+    scalars = np.zeros(total, dtype=np.uint8)  # ceil(N/16)*16 int16 scalars, the tail zero
+    desc._pack_into(vals, scalars)
+    _core.highlow_split(scalars.view(np.int16), buf)
     return buf
 
 
