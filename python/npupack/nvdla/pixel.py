@@ -369,6 +369,9 @@ class _PixelPlan:
             comps = comps[:, :, None]
         if out is None:
             bufs = [np.empty(n, np.uint8) for n in sizes]
+        elif type(out) is np.ndarray and len(sizes) == 1:  # one plane into one array: the common call
+            buf = check_out(out, sizes[0])
+            bufs = [buf if buf.size == sizes[0] else buf[:sizes[0]]]
         else:
             out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
             if len(out) != len(sizes):
