@@ -130,6 +130,8 @@ def test_v2_stride_rule_against_loops(layout, C, H, W, extra, seed):
     buf = kn.pack(x, layout, chip="kl730", stride_npu=strides)
     assert np.array_equal(buf, expected)
     assert np.array_equal(kn.unpack(buf, layout, shape, chip="kl730", stride_npu=strides, allow_input_only=True), x)
+    for _ in range(2):  # strides as a tuple of ints: the first call's checks, then its per-call cache
+        assert np.array_equal(kn.pack(x, layout, chip="kl730", stride_npu=tuple(strides)), expected)
 
 
 @pytest.mark.parametrize("layout", ["1W16C8B", "16W1C8B", "8W1C16B"])
@@ -153,6 +155,11 @@ def test_highlow_inverts_every_even_int16():
 
 def test_bit0_clearing_defaults():
     x = np.array([3, -3, 2867], np.int16).reshape(1, 1, 1, 3)
+    for _ in range(2):  # a call as checked, then as cached: bit 0 cleared, byte order swapped
+        assert kn.pack(x, "8W1C16B", chip="kl730", stride_npu=(8, 8, 8, 1))[:6].view(np.int16).tolist() == \
+            [2, -4, 2866]
+        assert bytes(kn.pack(np.array([0x1234], np.int16).reshape(1, 1, 1, 1), "HW1C16B_BE", chip="kl730",
+                             stride_npu=(1, 1, 1, 1))) == b"\x12\x34"
     st_ = [8, 8, 8, 1]
     assert kn.unpack(kn.pack(x, "8W1C16B", chip="kl730", stride_npu=st_), "8W1C16B", x.shape, chip="kl730",
                      stride_npu=st_).ravel().tolist() == [2, -4, 2866]

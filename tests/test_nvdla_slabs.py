@@ -84,30 +84,43 @@ def test_grouped_random_shapes_strides_and_out():
         assert np.array_equal(pack_weights_many([w], groups=groups)[0].weight, want)
 
 
-@pytest.mark.parametrize("strided", [False, True])
-def test_grouped_fp16_inf_and_nan_take_the_converting_path(strided):
+def _laid_out(v: np.ndarray, how: str) -> np.ndarray:
+    """A copy of ``v`` C-contiguous, strided (every other element of a wider array) or C-contiguous
+    one byte off its element alignment."""
+    if how == "strided":
+        return np.repeat(v, 2, axis=-1)[..., ::2]
+    if how == "unaligned":
+        u = np.frombuffer(bytearray(v.nbytes + 1), np.uint8)[1:].view(v.dtype).reshape(v.shape)
+        u[...] = v
+        assert not u.flags.aligned
+        return u
+    return v.copy()
+
+
+@pytest.mark.parametrize("how", ["contiguous", "strided", "unaligned"])
+def test_grouped_fp16_inf_and_nan_take_the_converting_path(how):
     """float16 depthwise weights are packed as they are only when no value is INF or NaN (the
-    address loop scans them first): INF saturates to 65504 (or stays INF with saturate=False),
-    NaN is a ValueError naming its index, into a dirty ``out`` and a new buffer alike."""
+    address loop scans them first; strided and unaligned ones are converted): INF saturates to
+    65504 (or stays INF with saturate=False), NaN is a ValueError naming its index, into a dirty
+    ``out`` and a new buffer alike."""
     rng = np.random.default_rng(9)
     shape, groups = (96, 1, 3, 3), 96
-    base = rng.standard_normal((96, 1, 3, 6)).astype(np.float16)
-    w = base[..., ::2] if strided else np.ascontiguousarray(base[..., ::2])
+    w0 = rng.standard_normal(shape).astype(np.float16)
     geometry = (NV_FULL.kernels_per_group("fp16"), NV_FULL.channels_per_block, NV_FULL.weight_size_alignment)
     size = weights_nbytes(shape, precision="fp16", groups=groups)
     out = np.full(size + 16, 0xA5, np.uint8)
-    assert np.array_equal(pack_weights(w, groups=groups, out=out).weight, grouped_reference(w, groups, *geometry))
+    assert np.array_equal(pack_weights(_laid_out(w0, how), groups=groups, out=out).weight,
+                          grouped_reference(w0, groups, *geometry))
     for where in [(0, 0, 0, 0), (50, 0, 1, 2), (95, 0, 2, 2)]:
         for bad, saturate, logical in ((np.inf, True, 65504.0), (-np.inf, False, -np.inf)):
-            w_bad = np.repeat(w, 2, axis=-1)[..., ::2] if strided else w.copy()
-            w_exp = w.copy()
+            w_bad, w_exp = _laid_out(w0, how), w0.copy()
             w_bad[where], w_exp[where] = bad, logical
             want = grouped_reference(w_exp, groups, *geometry)
             out[:] = 0xA5
             assert np.array_equal(pack_weights(w_bad, groups=groups, saturate=saturate, out=out).weight, want)
             assert (out[size:] == 0xA5).all()
             assert np.array_equal(pack_weights(w_bad, groups=groups, saturate=saturate).weight, want)
-        w_nan = np.repeat(w, 2, axis=-1)[..., ::2] if strided else w.copy()
+        w_nan = _laid_out(w0, how)
         w_nan[where] = np.nan
         with pytest.raises(ValueError, match=re.escape(f"NaN at index {where}")):
             pack_weights(w_nan, groups=groups, out=out)

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -108,8 +109,11 @@ void bind_weights(py::module_& m) {
         npupack_bindings::require_numeric(w, "w");
         if (w.ndim() != 4) throw LayoutError("grouped: w must be (K, C/G, R, S)");
         // finite_fp16: w holds binary16 bits, packed only when none is INF or NaN (the caller
-        // converts and packs again otherwise); a strided w is left to the caller's scan.
-        if (finite_fp16 && (w.itemsize() != 2 || !(w.flags() & py::array::c_style))) return false;
+        // converts and packs again otherwise); a strided or unaligned w is left to the caller.
+        if (finite_fp16 && (w.itemsize() != 2 || !(w.flags() & py::array::c_style) ||
+                            reinterpret_cast<uintptr_t>(w.data()) % alignof(uint16_t) != 0)) {
+          return false;
+        }
         npupack::GroupedSpec sp{};
         sp.k = w.shape(0), sp.cg = w.shape(1), sp.r = w.shape(2), sp.s = w.shape(3);
         for (int i = 0; i < 4; ++i) sp.stride[i] = w.strides(i);

@@ -246,8 +246,6 @@ def _plan(layout, shape, chip, stride_npu, stride_onnx=None):
 
 
 _PLANS: dict = {}
-# pack's layouts that are one engine pass (no high/low split, byte swap or LSB clearing), by
-# (type(layout), layout, shape, dtype, chip, stride_npu, stride_onnx): see pack.
 # pack's checked calls by (type(layout), layout, shape, dtype, chip, stride_npu, stride_onnx),
 # the default clear_lsb only: (descriptor, engine shape, bytes, view dtype, clear LSB, step
 # after the engine pass): see pack.

@@ -158,8 +158,9 @@ class _DcPlan:
         self.config = config
         # Dense integer weights already of the target dtype pack as they are: no conversion call.
         self.direct = _TARGET_DTYPE[precision] if groups == 1 and precision != "fp16" else None
-        # Grouped weights of the target dtype go to the address loop as they are (float16 once
-        # the loop's own scan finds no INF or NaN).
+        # Grouped weights of the target dtype go to the address loop as they are; float16 ones
+        # only when C-contiguous, aligned and free of INF and NaN (the binding scans the whole
+        # tensor first), else they take the converting path.
         self.grouped = _TARGET_DTYPE[precision] if groups > 1 else None
         # Dense surfaces get their zero tail after packing; grouped ones are zeroed whole.
         self.tail = self.surface > self.meaningful and groups == 1
@@ -176,9 +177,9 @@ class _DcPlan:
                 buf = buf[:surface]
         else:  # grouped: zero pages from the OS, touched only where a weight lands
             buf = empty_lines(surface) if g == 1 else np.zeros(surface, dtype=np.uint8)
-        # float16 weights: the INF/NaN check runs per kernel group as it is packed; only a
-        # tensor with INF or NaN takes the full conversion (which raises or saturates) and
-        # is packed again.
+        # float16 weights: the INF/NaN check runs per kernel group as it is packed (dense) or
+        # over the whole tensor first (grouped); only a tensor with INF or NaN takes the full
+        # conversion (which raises or saturates) and is packed again.
         # Dense surfaces: the engine zeroes the tail past the layout's bytes itself.
         if arr.dtype is self.direct:
             self.core.pack(arr, buf, b"", False, True)
