@@ -164,6 +164,35 @@ def test_sdp_operand_sizes_come_from_the_formulas_without_packing():
         f.unpack(np.zeros(16, np.uint8), (c,), np.int8)
 
 
+_IMAGE = {"pixel_format": "T_A8B8G8R8"}
+
+
+@pytest.mark.parametrize("name, shape, dtype, verb, good, bad", [
+    ("nvdla:grouped", (6, 2, 3, 3), np.int8, "unpack", {"groups": 3}, {"groups": 3.0}),
+    ("nvdla:dc", (5, 3, 3, 3), np.int8, "unpack", {"groups": 1}, {"groups": True}),
+    ("nvdla:image", (5, 3, 3, 3), np.int8, "unpack", {**_IMAGE, "post_extension": 1}, {**_IMAGE, "post_extension": 1.0}),
+    ("nvdla:image", (5, 3, 3, 3), np.int8, "offset_of", {**_IMAGE, "post_extension": 1},
+     {**_IMAGE, "post_extension": True}),
+    ("nvdla:image", (5, 3, 3, 3), np.int8, "nbytes", {**_IMAGE, "post_extension": 1}, {**_IMAGE, "post_extension": 1.0}),
+    ("nvdla:winograd", (5, 3, 3, 3), np.int8, "nbytes", {"stride": (1, 1)}, {"stride": (1.0, 1)}),
+    ("nvdla:deconv", (3, 5, 3, 3), np.int8, "unpack", {"stride": (2, 2)}, {"stride": (2, 2.0)}),
+    ("nvdla:sdp:bias", (5, 2, 3), np.int16, "nbytes", {"line_stride": 384}, {"line_stride": 384.0}),
+    ("nvdla:sdp:bias", (5, 2, 3), np.int16, "unpack", {"line_stride": 384}, {"line_stride": 384.0}),
+    ("nvdla:sdp:bias", (5,), np.int8, "nbytes", {"data_size": 1}, {"data_size": True}),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_a_value_equal_to_a_cached_one_is_still_checked(name, shape, dtype, verb, good, bad):
+    # The entries remember their layouts per argument set; a float or bool equal to an int seen
+    # before (2.0 == 2, True == 1) is refused as it is on a first call, never served from it.
+    f = formats.get(name)
+    buf = f.pack(np.ones(shape, dtype), **good)
+    call = {"nbytes": lambda p: f.nbytes(shape, dtype, **p), "unpack": lambda p: f.unpack(buf, shape, dtype, **p),
+            "offset_of": lambda p: f.offset_of(shape, (0,) * len(shape), dtype, **p),
+            "layout": lambda p: f.layout(shape, dtype, **p)}[verb]
+    call(good)
+    with pytest.raises((TypeError, ValueError)):
+        call(bad)
+
+
 def test_offsets_are_bytes_where_the_vendor_counts_elements():
     # openvino.offset_of and Layout.offset_of count elements (docs/openvino.md §3.2).
     from npupack import Layout, openvino

@@ -9,6 +9,7 @@ these descriptors handed to the same C++ engine. See docs/design.md §2.
 from __future__ import annotations
 
 import collections.abc
+import functools
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
@@ -235,6 +236,33 @@ def check_dims(shape, name: str, note: str = "", minimum: int = 1) -> tuple[int,
             what = "every dimension" if minimum == 1 else "every entry"
             raise LayoutError(f"{name}: {what} must be >= {minimum}, got {dims}{note}")
     return tuple(int(v) for v in dims)
+
+
+def exact_key(value):
+    """``value`` with the type of every entry, through tuples: a cache key under which a float or
+    bool never finds the entry of the int it equals (2.0 == 2 and True == 1, but a call with
+    them must raise, not take the cached result; docs/design.md §5.4)."""
+    if type(value) is tuple:
+        return tuple(exact_key(v) for v in value)
+    return type(value), value
+
+
+def exact_cache(maxsize: int):
+    """``functools.lru_cache`` keyed by :func:`exact_key` of the arguments, for caches that sit
+    in front of the checks of the call they remember (docs/design.md §5.4)."""
+    def wrap(f):
+        @lru_cache(maxsize=maxsize)
+        def cached(key, args, kwargs):
+            return f(*args, **dict(kwargs))
+
+        @functools.wraps(f)
+        def call(*args, **kwargs):
+            items = tuple(kwargs.items())
+            return cached(exact_key((args, items)), args, items)
+
+        return call
+
+    return wrap
 
 
 def remember(cache: dict, key, value, limit: int):

@@ -14,7 +14,7 @@ import numpy as np
 from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.common import into
 from npupack.formats.registry import Format, register
-from npupack.layout import as_byte_buffer, check_out
+from npupack.layout import as_byte_buffer, check_out, exact_cache
 from npupack.nvdla import (Config, dc_layout, feature_layout, feature_strides, pack_feature, pack_pixels,
                            pack_weights, unpack_feature, unpack_pixels, unpack_weights, weights_nbytes)
 from npupack.nvdla.config import element_size
@@ -161,7 +161,7 @@ def _dc(name: str, grouped: bool) -> Format:
                   zero_fill=True)
 
 
-@lru_cache(maxsize=256)
+@exact_cache(maxsize=256)
 def _template(shape, dtype, precision, config, kind, groups=1, pixel_format=None, post_extension="auto",
               stride=(1, 1)) -> WeightSurfaces:
     # The fields pack_weights gives this call (packed shape, post-extension, ...), from packing
@@ -193,7 +193,8 @@ def _image() -> Format:
 
     def nbytes(shape, dtype, target=None, precision=None, pixel_format=None, post_extension="auto", stride=(1, 1)):
         config, p = args(dtype, target, precision, pixel_format)
-        if post_extension not in ("auto", 1):
+        if not ((type(post_extension) is str and post_extension == "auto") or
+                (type(post_extension) is int and post_extension == 1)):
             return _template(shape, dtype, p, config, "image", 1, pixel_format, post_extension,
                              tuple(stride)).weight.size
         return weights_nbytes(shape, precision=p, config=config, kind="image", pixel_format=pixel_format,
@@ -353,7 +354,7 @@ def _sdp_bias() -> Format:
         return dict(precision=precision, config=config, mode="per_channel" if len(shape) == 1 else "per_element",
                     data_size=dtype.itemsize if data_size is None else data_size)
 
-    @lru_cache(maxsize=256)
+    @exact_cache(maxsize=256)
     def template(shape, dtype, target, precision, data_size, line_stride, surface_stride):
         # (operand without data, bytes): the fields of a packed one-element tensor of the same
         # rank (checks the parameters), the shape, strides and size of this one by the formulas
