@@ -4,7 +4,9 @@
 #include <pybind11/numpy.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "npupack/checked.hpp"
 #include "npupack/errors.hpp"
@@ -22,6 +24,18 @@ inline char* writable_bytes(py::array& a, const char* name) {
 inline void check_buffer(const py::array& buf, const char* name) {
   require_numeric(buf, name);
   if (!(buf.flags() & py::array::c_style)) throw npupack::LayoutError(std::string(name) + " must be C-contiguous");
+}
+
+// The elements of a C-contiguous array as a pointer the kernels may read T through: its own data,
+// or, for a view one byte into a buffer (a float16 or float32 array at an odd offset), an
+// aligned copy kept in `copy` (a T read through a misaligned pointer is undefined).
+template <class T>
+const T* aligned_elements(const py::array& a, std::vector<T>& copy) {
+  const void* data = a.data();
+  if (reinterpret_cast<uintptr_t>(data) % alignof(T) == 0) return static_cast<const T*>(data);
+  copy.resize(static_cast<size_t>(a.size()));
+  std::memcpy(copy.data(), data, copy.size() * sizeof(T));
+  return copy.data();
 }
 
 // Bytes a batch of `count` strided matrices spans: (count - 1) * step + (major - 1) * stride +

@@ -13,6 +13,7 @@
 #include "npupack/errors.hpp"
 #include "npupack/highlow.hpp"
 #include "npupack/pixel.hpp"
+#include "buffers.hpp"
 
 namespace py = pybind11;
 using npupack::LayoutError;
@@ -24,7 +25,8 @@ void fp16_convert(const py::array_t<F, 0>& x, py::array_t<uint16_t, 0>& out, boo
   if (!(x.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) || x.size() != out.size()) {
     throw LayoutError("to_fp16: x and out must be C-contiguous with the same size");
   }
-  const F* src = x.data();
+  std::vector<F> copy;
+  const F* src = npupack_bindings::aligned_elements(x, copy);
   uint16_t* dst = out.mutable_data();
   const int64_t n = x.size();
   const auto mode = nearest_away ? npupack::Fp16Rounding::NearestAway : npupack::Fp16Rounding::NearestEven;
@@ -40,7 +42,8 @@ void quantize(const py::array_t<float, 0>& w, py::array_t<Q, 0>& q, py::array_t<
       !(q.flags() & py::array::c_style)) {
     throw LayoutError("quantize: w and q must be C-contiguous (blocks, block_len), scales (blocks,)");
   }
-  const float* src = w.data();
+  std::vector<float> copy;
+  const float* src = npupack_bindings::aligned_elements(w, copy);
   Q* dst = q.mutable_data();
   float* sc = scales.mutable_data();
   const int64_t blocks = w.shape(0), len = w.shape(1);
@@ -53,7 +56,8 @@ R scan_fp16(const py::array_t<uint16_t, 0>& bits, const std::string& path, const
             R (*scan)(const uint16_t*, int64_t, npupack::KernelPath)) {
   if (!(bits.flags() & py::array::c_style)) throw LayoutError("fp16 scan: bits must be C-contiguous");
   const auto kernel = npupack::kernel_path(path, fn);
-  const uint16_t* p = bits.data();
+  std::vector<uint16_t> copy;
+  const uint16_t* p = npupack_bindings::aligned_elements(bits, copy);
   const int64_t n = bits.size();
   py::gil_scoped_release release;
   return scan(p, n, kernel);
@@ -84,18 +88,16 @@ void bind_convert(py::module_& m) {
       py::arg("bits"), py::arg("path") = "auto", "Flat index of the first binary16 INF or NaN, or -1");
   m.def(
       "highlow_split",
-      [](const py::array_t<int16_t, 0>& in, py::array_t<uint8_t, 0>& out) {
-        if (!(in.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) || in.size() % 16 ||
-            out.size() != in.size() * 2) {
-          throw LayoutError("highlow_split: need C-contiguous int16[16*n] and uint8[32*n]");
+      [](py::array_t<uint8_t, 0>& buf) {
+        if (!(buf.flags() & py::array::c_style) || !buf.writeable() || buf.size() % 32) {
+          throw LayoutError("highlow_split: need a writable C-contiguous uint8[32*n]");
         }
-        const int16_t* src = in.data();
-        uint8_t* dst = out.mutable_data();
-        const int64_t n = in.size() / 16;
+        uint8_t* p = buf.mutable_data();
+        const int64_t n = buf.size() / 32;
         py::gil_scoped_release release;
-        npupack::highlow_split(src, dst, n);
+        npupack::highlow_split(p, n);
       },
-      "Kneron high/low split of 16-scalar entries (docs/kneron.md §7.4)");
+      "Kneron high/low split of 16-scalar entries (little-endian int16), in place (docs/kneron.md §7.4)");
   m.def(
       "highlow_merge",
       [](const py::array_t<uint8_t, 0>& in, py::array_t<int16_t, 0>& out) {

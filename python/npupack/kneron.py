@@ -374,10 +374,13 @@ def _pack_values(desc, vals: np.ndarray, total: int, out, lsb: bool, step: int) 
         vals = vals.byteswap()  # the engine stores little-endian: swapped values give big-endian bytes
     if step != _SPLIT:
         return _pack_plain(desc, vals, total, out)
+    # ceil(N/16)*16 int16 scalars into the result itself (the engine writes every byte of the
+    # layout, holes included; the scalars past it are zeroed here), then split in place.
     buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
-    scalars = np.zeros(total, dtype=np.uint8)  # ceil(N/16)*16 int16 scalars, the tail zero
-    desc._pack_into(vals, scalars)
-    _core.highlow_split(scalars.view(np.int16), buf)
+    desc._pack_into(vals, buf)
+    if total > desc.nbytes:
+        buf[desc.nbytes:] = 0
+    _core.highlow_split(buf)
     return buf
 
 

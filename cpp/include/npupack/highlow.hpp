@@ -6,8 +6,9 @@
 
 namespace npupack {
 
-// in: `entries` * 16 int16 values; out: `entries` * 32 bytes.
-void highlow_split(const int16_t* in, uint8_t* out, int64_t entries);
+// In place: each of the `entries` 32-byte entries of buf holds 16 little-endian int16 values
+// and becomes their low entry (16 bytes) then their high entry (16 bytes).
+void highlow_split(uint8_t* buf, int64_t entries);
 // The inverse: bit 0 of every value comes back as 0.
 void highlow_merge(const uint8_t* in, int16_t* out, int64_t entries);
 
