@@ -728,3 +728,21 @@ def test_dc_weights_with_a_short_kernel_group_or_channel_block_match_the_referen
             inf[k, 0, 0, 0] = np.nan
             with pytest.raises(ValueError, match="NaN"):
                 pack_weights(inf)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_weights_one_byte_off_their_alignment(dtype):
+    # A float array at an odd offset of a buffer (np.frombuffer at offset 1): its elements are read
+    # through an aligned copy by the INF/NaN scan and the fp16 conversion (a misaligned read is
+    # undefined behaviour, which the sanitizer build aborts on), with the bytes of the closed form.
+    w = np.random.default_rng(5).standard_normal((20, 9, 3, 3)).astype(dtype)
+    u = np.frombuffer(bytearray(w.nbytes + 1), np.uint8)[1:].view(dtype).reshape(w.shape)
+    u[...] = w
+    assert not u.flags.aligned
+    expect = ref.pack_dc_vectorised(w.astype(np.float16), kpg=NV_FULL.kernels_per_group("fp16"),
+                                    cb=NV_FULL.mac_atomic_c, tail=NV_FULL.weight_size_alignment)
+    assert np.array_equal(pack_weights(u).weight, expect)
+    if dtype is np.float32:  # the quantiser reads float32 the same way
+        q, scales = quantize_weights(u)
+        q0, scales0 = quantize_weights(w)
+        assert np.array_equal(q, q0) and np.array_equal(scales, scales0)
