@@ -187,6 +187,21 @@ def test_read_only_misaligned_and_short_out_are_refused():
     assert bytes(npupack.pack(x, "NCHW16c", out=odd)) == bytes(npupack.pack(x, "NCHW16c"))
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix, on purpose
+def test_an_out_of_an_ndarray_subclass_is_written_as_its_bytes():
+    # np.matrix stays 2-D when reshaped: `out` is used as a plain view of its bytes, its first
+    # nbytes written (Kneron's high/low split runs in place there) and the rest untouched.
+    x = (_ints((1, 16, 4, 4), np.int16) & np.int16(-2)).astype(np.int16)
+    stride = kneron.predict_stride_npu(x.shape, "1W16C8BHL")
+    want = kneron.pack(x, "1W16C8BHL", chip="kl730", stride_npu=stride)
+    m = np.matrix(np.full((1, want.size + 40), 0xA5, np.uint8))
+    got = kneron.pack(x, "1W16C8BHL", chip="kl730", stride_npu=stride, out=m)
+    assert bytes(got) == bytes(want) and (np.asarray(m)[0, want.size:] == 0xA5).all()
+    m = np.matrix(np.full((1, 4096), 0xA5, np.uint8))
+    x8 = _ints((1, 20, 3, 5), np.int8)
+    assert bytes(npupack.pack(x8, "NCHW16c", out=m)) == bytes(npupack.pack(x8, "NCHW16c"))
+
+
 def test_the_gate_refuses_an_entry_it_cannot_pass_arguments_to_by_name():
     """The gate's wrapper is generated with the entry's own parameters and passes them on by name:
     an entry with ``*args`` / ``**kwargs``, an ``out`` that is not keyword-only, a name that could

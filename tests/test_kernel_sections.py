@@ -213,6 +213,8 @@ def test_fp16_scan_refusals_and_every_path():
         _core.fp16_scan_run("fp16-scan_x16_any_scalar", np.zeros(8, np.uint16), "denormal")
     with pytest.raises(LayoutError, match="whole number"):
         _core.fp16_scan_run("fp16-scan_x16_any_scalar", np.zeros(3, np.uint8), "inf")
+    with pytest.raises(LayoutError, match="2-byte boundary"):
+        _core.fp16_scan_run("fp16-scan_x16_any_scalar", np.zeros(9, np.uint8)[1:], "inf")
     for k in SCAN_RUNS:
         if k["tile"]:
             with pytest.raises(LayoutError, match="does not take"):

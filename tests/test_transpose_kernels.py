@@ -158,3 +158,12 @@ def test_bad_batches_are_refused_before_anything_is_written():
         ro.flags.writeable = False
         _core.transpose_batch(src, 9, 0, ro, 64, 0, 64, 9, 1, 1)
     assert np.all(dst == 3)
+
+
+def test_fp16_watch_refuses_rows_off_the_half_boundary():
+    # The watch reads its rows as halves: a source, row stride or matrix step at an odd byte is refused.
+    src = np.zeros(2 * 16 * 18 + 1, np.uint8)
+    dst = np.zeros(2 * 16 * 18, np.uint8)
+    for s, stride, step in ((src[1:], 18, 16 * 18), (src[:-1], 19, 16 * 19), (src[:-1], 18, 16 * 18 + 1)):
+        with pytest.raises(LayoutError, match="2-byte boundaries"):
+            _core.transpose_batch(s, stride, step, dst, 32, 16 * 18, 16, 9, 1, 2, finite16=True)

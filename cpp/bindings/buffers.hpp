@@ -32,7 +32,7 @@ inline void check_buffer(const py::array& buf, const char* name) {
 template <class T>
 const T* aligned_elements(const py::array& a, std::vector<T>& copy) {
   const void* data = a.data();
-  if (reinterpret_cast<uintptr_t>(data) % alignof(T) == 0) return static_cast<const T*>(data);
+  if (a.size() == 0 || reinterpret_cast<uintptr_t>(data) % alignof(T) == 0) return static_cast<const T*>(data);
   copy.resize(static_cast<size_t>(a.size()));
   std::memcpy(copy.data(), data, copy.size() * sizeof(T));
   return copy.data();

@@ -119,7 +119,8 @@ void bind_convert(py::module_& m) {
             comps.size() != words.size() * 4) {
           throw LayoutError("pack_10bit: need C-contiguous uint16[4*n], uint32[n] and 4 shifts");
         }
-        const uint16_t* src = comps.data();
+        std::vector<uint16_t> copy;
+        const uint16_t* src = npupack_bindings::aligned_elements(comps, copy);
         uint32_t* dst = words.mutable_data();
         const int64_t n = words.size();
         py::gil_scoped_release release;

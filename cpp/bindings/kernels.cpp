@@ -146,6 +146,9 @@ bool fp16_scan_run(const std::string& name, const py::array& bits, const std::st
   }
   npupack_bindings::check_buffer(bits, "bits");
   if (bits.nbytes() % 2) throw LayoutError("fp16_scan_run: bits is not a whole number of halves");
+  if (reinterpret_cast<uintptr_t>(bits.data()) % alignof(uint16_t) != 0) {
+    throw LayoutError("fp16_scan_run: bits does not start on a 2-byte boundary (the kernels read halves)");
+  }
   const int64_t n = static_cast<int64_t>(bits.nbytes()) / 2;
   if (k->tile && n % k->tile) {
     throw LayoutError("fp16_scan_run: " + name + " does not take " + std::to_string(n) + " halves (a multiple of " +

@@ -31,6 +31,10 @@ int transpose_batch_call(const py::array& src, int64_t src_stride, int64_t src_s
   check_buffer(dst, "dst");
   if (eb != 1 && eb != 2 && eb != 4 && eb != 8) throw LayoutError("transpose_batch: eb must be 1, 2, 4 or 8");
   if (finite16 && eb != 2) throw LayoutError("transpose_batch: finite16 needs eb = 2");
+  // The fp16 test reads its rows as halves: rows on 2-byte boundaries only.
+  if (finite16 && (reinterpret_cast<uintptr_t>(src.data()) % 2 || src_stride % 2 || src_step % 2)) {
+    throw LayoutError("transpose_batch: finite16 needs src, src_stride and src_step on 2-byte boundaries");
+  }
   if (rows < 1 || cols < 1 || count < 1) throw LayoutError("transpose_batch: rows, cols and count must be >= 1");
   if (src_step < 0 || dst_step < 0) throw LayoutError("transpose_batch: steps must be >= 0");
   if (src_stride < npupack::checked_mul(cols, eb, fn) || dst_stride < npupack::checked_mul(rows, eb, fn)) {

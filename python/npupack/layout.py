@@ -242,7 +242,7 @@ def exact_key(value):
     """``value`` with the type of every entry, through tuples: a cache key under which a float or
     bool never finds the entry of the int it equals (2.0 == 2 and True == 1, but a call with
     them must raise, not take the cached result; docs/design.md §5.4)."""
-    if type(value) is tuple:
+    if isinstance(value, tuple):  # namedtuples too: their entries are compared by value
         return tuple(exact_key(v) for v in value)
     return type(value), value
 
@@ -465,7 +465,8 @@ def check_out(out: np.ndarray, nbytes: int) -> np.ndarray:
         raise LayoutError("out: is read-only; pass a writable buffer")
     if out.size < nbytes:
         raise LayoutError(f"out: holds {out.size} bytes, {nbytes} are needed")
-    return out.reshape(-1)
+    # A subclass (np.matrix stays 2-D when reshaped) as a plain view of the same bytes.
+    return out.view(np.ndarray).reshape(-1)
 
 
 def strided_layout(dims: Sequence[Dim], byte_strides: Mapping[tuple[str, int], int], dtype) -> BlockedLayout:
