@@ -174,6 +174,13 @@ def test_out_buffers(name):
     got = pack_pixels(img, name, x_offset=1, out=outs if len(outs) > 1 else outs[0])
     for g, e, o in zip(got.planes, expected.planes, outs):
         assert np.shares_memory(g, o) and np.array_equal(g, e) and np.all(o[e.size:] == 0xAB)
+    # Planes at odd addresses (bytes have no alignment; the 16-bit split moves its elements by
+    # memcpy) and an image one byte off its element alignment: the same bytes.
+    odd_img = np.frombuffer(bytearray(img.nbytes + 1), np.uint8)[1:].view(img.dtype).reshape(img.shape)
+    odd_img[...] = img
+    odd = tuple(np.full(p.size + 1, 0xAB, np.uint8)[1:] for p in expected.planes)
+    got = pack_pixels(odd_img, name, x_offset=1, out=odd if len(odd) > 1 else odd[0])
+    assert all(np.array_equal(g, e) for g, e in zip(got.planes, expected.planes))
     with pytest.raises(LayoutError, match="planes"):
         pack_pixels(img, name, out=outs + (outs[0],))
     with pytest.raises(LayoutError, match="needed"):

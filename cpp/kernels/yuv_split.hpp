@@ -3,6 +3,7 @@
 // ISA and element size, choosing the order's instance per row from YuvSplitArgs::v_first.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -12,13 +13,17 @@ namespace npupack {
 namespace kernels {
 
 // One row, component order fixed at compile time: the portable kernel and the SIMD one's tail.
+// Elements move through memcpy: the image and the planes may sit at any byte (an array one byte
+// off its alignment, a caller's plane at an odd address), where a typed access is undefined.
 template <class T, bool VFirst>
 __attribute__((always_inline)) inline void yuv_split_row(const T* yuv, int64_t n, T* y, T* uv) {
   constexpr int a = VFirst ? 2 : 1, b = VFirst ? 1 : 2;
   for (int64_t p = 0; p < n; ++p) {
-    y[p] = yuv[3 * p];
-    uv[2 * p] = yuv[3 * p + a];
-    uv[2 * p + 1] = yuv[3 * p + b];
+    T c[3];
+    std::memcpy(c, yuv + 3 * p, sizeof c);
+    const T pair[2] = {c[a], c[b]};
+    std::memcpy(y + p, c, sizeof(T));
+    std::memcpy(uv + 2 * p, pair, sizeof pair);
   }
 }
 
