@@ -20,8 +20,7 @@ from npupack.errors import LayoutError, UnsupportedError
 from npupack.formats.aliases import registry_words
 from npupack.grammar import Layout, Tile
 from npupack.layout import (_BIG_ENDIAN, Dim, cache_safe, check_bool, check_dims, check_dtype, check_int,
-                            check_no_nan, check_out, check_whole, empty_lines, little_endian, remember,
-                            strided_layout)
+                            check_no_nan, check_whole, little_endian, remember, result_buffer, strided_layout)
 
 __all__ = ["DataLayout", "CHIPS", "pack", "unpack", "nbytes", "quantize", "dequantize", "predict_stride_npu",
            "v1_layout"]
@@ -372,24 +371,16 @@ def _pack_values(desc, vals: np.ndarray, total: int, out, lsb: bool, step: int) 
         vals = vals & np.int16(-2)
     if step == _SWAP:
         vals = vals.byteswap()  # the engine stores little-endian: swapped values give big-endian bytes
-    if step != _SPLIT:
-        return _pack_plain(desc, vals, total, out)
-    # ceil(N/16)*16 int16 scalars into the result itself (the engine writes every byte of the
-    # layout, holes included; the scalars past it are zeroed here), then split in place.
-    buf = check_out(out, total)[:total] if out is not None else empty_lines(total)
-    desc._pack_into(vals, buf)
-    if total > desc.nbytes:
-        buf[desc.nbytes:] = 0
-    _core.highlow_split(buf)
+    buf = _pack_plain(desc, vals, total, out)
+    if step == _SPLIT:  # the ceil(N/16)*16 int16 scalars become their high/low entries in place
+        _core.highlow_split(buf)
     return buf
 
 
 def _pack_plain(desc, vals: np.ndarray, total: int, out) -> np.ndarray:
     """One engine pass of ``vals`` (the engine shape, little-endian) into the first ``total`` bytes
     of ``out`` (checked) or a new buffer; the bytes past the descriptor's are zeroed."""
-    buf = empty_lines(total) if out is None else check_out(out, total)
-    if buf.size != total:
-        buf = buf[:total]
+    buf = result_buffer(out, total)
     desc._pack_into(vals, buf)
     if total > desc.nbytes:
         buf[desc.nbytes:] = 0

@@ -9,9 +9,8 @@ these descriptors handed to the same C++ engine. See docs/design.md §2.
 from __future__ import annotations
 
 import collections.abc
-import functools
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
@@ -255,7 +254,7 @@ def exact_cache(maxsize: int):
         def cached(key, args, kwargs):
             return f(*args, **dict(kwargs))
 
-        @functools.wraps(f)
+        @wraps(f)
         def call(*args, **kwargs):
             items = tuple(kwargs.items())
             return cached(exact_key((args, items)), args, items)
