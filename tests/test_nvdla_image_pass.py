@@ -162,3 +162,28 @@ def test_pass_on_two_threads(path):
     with npupack.num_threads(2):
         _core.image_weights_pack(w, out, 4, 2, 32, 64, layout._core, path)
     assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_window_passes_on_every_small_geometry(dtype):
+    """Every kernel size up to 5x5, component count and channel count, each post-extension factor
+    the descriptor allows, with 2 * kpg + 3 kernels (a short last group and a last window step
+    with fewer kernels than a step makes): the window passes (permutation tables of 1 to several
+    kernels per step, AVX-512 VBMI or SSSE3 shuffles) and the interleaving pass give the bytes of
+    the loop reference, nothing past the descriptor."""
+    precision = "int8" if dtype == np.int8 else "int16"
+    kpg, cpb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
+    rng = np.random.default_rng(11)
+    for R, S, cdata in itertools.product(range(1, 6), range(1, 6), range(1, 5)):
+        C = int(rng.integers(1, cdata + 1))
+        w = rng.integers(-100, 100, (2 * kpg + 3, C, R, S)).astype(dtype)
+        for f in (1, 2, 4):
+            if f > 1 and (cdata * S > cpb // f or R // f < 2):
+                continue
+            layout = image_weights.image_layout(w.shape[0], cdata * S, R, f, precision, NV_FULL)
+            want = ref.pack_image_weights(w, cdata, f, kpg=kpg, cb=cpb, tail=1)[:layout.nbytes]
+            for path in ("avx512", "ssse3"):
+                out = np.full(layout.nbytes + 64, 0xA5, np.uint8)
+                _core.image_weights_pack(w, out, cdata, f, kpg, cpb, layout._core, path)
+                assert np.array_equal(out[:layout.nbytes], want), (R, S, cdata, C, f, path)
+                assert (out[layout.nbytes:] == 0xA5).all(), (R, S, cdata, C, f, path)

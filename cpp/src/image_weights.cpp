@@ -10,6 +10,7 @@
 #include "npupack/checked.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
+#include "image_weights_ssse3.hpp"
 #include "image_weights_vbmi.hpp"
 #include "row_copy.hpp"
 
@@ -217,22 +218,42 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
   // kpg above K maps as K (one group): clamped, so that no size below is computed from it.
   const int64_t kpg = std::min(sp.kpg, sp.k), k = sp.k, groups = ceil_div(k, kpg), kernel_px = n * sp.cdata * es;
   const int64_t x = geo.x, f = sp.f, r = sp.r, cpb = sp.cpb, blocks = geo.blocks, row_groups = geo.row_groups;
-#ifdef NPUPACK_IMAGE_VBMI
-  const int64_t m = dense && blocks == 1 && cpu().avx512vbmi && allows(sp.path, KernelPath::kAvx512)
-                        ? image::kernels_per_window(sp)
-                        : 0;
+#ifdef NPUPACK_IMAGE_SHUFFLE
+  // Row groups that fit a window: permuted (VBMI, else SSSE3 shuffles) instead of interleaved.
+  int64_t m = vector && blocks == 1 ? image::kernels_per_window(sp) : 0;
   image::RowTable first{}, last{};  // row groups before the last one, and the last (maybe short)
   if (m > 0) first = image::row_table(sp, m, std::min(f, r)), last = image::row_table(sp, m, r - (row_groups - 1) * f);
+#ifdef NPUPACK_IMAGE_VBMI
+  const bool vbmi = m > 0 && cpu().avx512vbmi && allows(sp.path, KernelPath::kAvx512);
+#else
+  const bool vbmi = false;
+#endif
+  // The shuffles pay where a step makes several kernels' row groups; one kernel's (5x5, 7x7)
+  // costs a step's loop and tail for each of its row groups, and interleaving its planes 16
+  // pixels at a time does better.
+  image::ShuffleTable first_st, last_st;
+  if (m > 0 && !vbmi &&
+      !(m >= 2 && image::shuffle_table(first, m, first_st) && image::shuffle_table(last, m, last_st))) {
+    m = 0;
+  }
 #endif
   auto work = [&](int64_t g0, int64_t g1) {
     std::vector<char> px(static_cast<size_t>(kpg * kernel_px + 64));
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t k0 = g * kpg, kn = std::min(kpg, k - k0);
-#ifdef NPUPACK_IMAGE_VBMI
+#ifdef NPUPACK_IMAGE_SHUFFLE
       if (m > 0) {  // row group after row group, each a run of kn row groups: the group in order
         for (int64_t a = 0; a < row_groups; ++a) {
-          image::row_groups_vbmi(src, src + src_bytes, sp, k0, kn, a, m, a + 1 < row_groups ? first : last,
-                                 dst + geo.row_offset(sp, k0, kn, 0, a, 0, 0));
+          const bool inner = a + 1 < row_groups;
+          char* d = dst + geo.row_offset(sp, k0, kn, 0, a, 0, 0);
+#ifdef NPUPACK_IMAGE_VBMI
+          if (vbmi) {
+            image::row_groups_vbmi(src, src + src_bytes, sp, k0, kn, a, m, inner ? first : last, d);
+            continue;
+          }
+#endif
+          image::row_groups_ssse3(src, src + src_bytes, sp, k0, kn, a, m, inner ? first : last,
+                                  inner ? first_st : last_st, d);
         }
         continue;
       }
