@@ -53,8 +53,9 @@ def test_pass_matches_loop_reference(fmt, precision):
                                              (1, 1, np.int8), (4, 3, np.float16), (3, 3, np.float16)])
 @pytest.mark.parametrize("R, S, f", [(3, 3, 1), (7, 7, 2), (9, 4, 4), (3, 11, 1), (4, 17, 1)])
 def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
-    """Each pass, forced (AVX-512 VBMI permutations of a window of kernels where a row group fits,
-    SSSE3 interleaving, element by element), on a C-contiguous source and on a strided view of the
+    """Each pass, forced (AVX-512 VBMI permutations of a window of kernels where a row group fits;
+    SSSE3 shuffles of that window where it holds 2 or more kernels, else interleaving; element by
+    element), on a C-contiguous source and on a strided view of the
     same values: the same bytes as the reference, nothing written past the descriptor, the source
     unchanged."""
     precision = {np.int8: "int8", np.int16: "int16", np.float16: "fp16"}[dtype]
@@ -78,7 +79,7 @@ def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect through libc")
 @pytest.mark.parametrize("path", ["avx512", "ssse3"])
-@pytest.mark.parametrize("dtype, cdata, S", [(np.int8, 4, 3), (np.int8, 3, 7), (np.int16, 4, 5)])
+@pytest.mark.parametrize("dtype, cdata, S", [(np.int8, 4, 3), (np.int8, 3, 7), (np.int16, 4, 5), (np.int16, 2, 3)])
 def test_vector_loads_stop_at_the_source_end(dtype, cdata, S, path):
     """A source whose last byte ends a page followed by an inaccessible one: the vector loads of
     the last kernels (128-byte windows, 16-byte plane loads) read nothing past the array (a read
@@ -150,23 +151,26 @@ def test_pass_refuses_a_descriptor_of_another_order_or_sizes():
 
 
 @pytest.mark.parametrize("path", ["avx512", "ssse3", "scalar"])
-def test_pass_on_two_threads(path):
+@pytest.mark.parametrize("K, R, f", [(12000, 5, 2), (30000, 3, 1)])
+def test_pass_on_two_threads(path, K, R, f):
     """A layer of more than 1 MiB runs its kernel groups on two threads (each writes only its own
-    groups' bytes): the same bytes as the reference, on every path."""
+    groups' bytes): the same bytes as the reference, on every path (3x3: the window passes with
+    several kernels per step)."""
     rng = np.random.default_rng(5)
-    w = rng.integers(-100, 100, (12000, 3, 5, 5)).astype(np.int8)
-    layout = image_weights.image_layout(12000, 20, 5, 2, "int8", NV_FULL)
+    w = rng.integers(-100, 100, (K, 3, R, R)).astype(np.int8)
+    layout = image_weights.image_layout(K, 4 * R, R, f, "int8", NV_FULL)
     assert layout.nbytes > 1 << 20
-    want = ref.pack_image_weights(w, 4, 2, kpg=32, cb=64, tail=1)[:layout.nbytes]
+    want = ref.pack_image_weights(w, 4, f, kpg=32, cb=64, tail=1)[:layout.nbytes]
     out = np.full(layout.nbytes, 0xA5, np.uint8)
     with npupack.num_threads(2):
-        _core.image_weights_pack(w, out, 4, 2, 32, 64, layout._core, path)
+        _core.image_weights_pack(w, out, 4, f, 32, 64, layout._core, path)
     assert np.array_equal(out, want)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16])
 def test_window_passes_on_every_small_geometry(dtype):
-    """Every kernel size up to 5x5, component count and channel count, each post-extension factor
+    """Every kernel size up to 5x5 (and 8 rows, for post-extension 4), component count and channel
+    count, each post-extension factor
     the descriptor allows, with 2 * kpg + 3 kernels (a short last group and a last window step
     with fewer kernels than a step makes): the window passes (permutation tables of 1 to several
     kernels per step, AVX-512 VBMI or SSSE3 shuffles) and the interleaving pass give the bytes of
@@ -174,7 +178,7 @@ def test_window_passes_on_every_small_geometry(dtype):
     precision = "int8" if dtype == np.int8 else "int16"
     kpg, cpb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
     rng = np.random.default_rng(11)
-    for R, S, cdata in itertools.product(range(1, 6), range(1, 6), range(1, 5)):
+    for R, S, cdata in itertools.product((1, 2, 3, 4, 5, 8), range(1, 6), range(1, 5)):
         C = int(rng.integers(1, cdata + 1))
         w = rng.integers(-100, 100, (2 * kpg + 3, C, R, S)).astype(dtype)
         for f in (1, 2, 4):

@@ -75,7 +75,7 @@ __attribute__((target("ssse3"))) inline void row_groups_ssse3(const char* src, c
   const int64_t reach = st.reach;
   const char* const stop = d + kn * seg;
   const char* w = src + k0 * kbytes + a * sp.f * sp.s * sp.es;
-  alignas(16) char window[ShuffleTable::kMaxShuffles * 16];  // >= reach (offsets stay below 128)
+  alignas(16) char window[128 + 16];  // >= reach: window indices stay below 128
   alignas(16) char chunk_buf[64];
   for (int64_t q = 0; q < kn; q += m, w += m * kbytes, d += full) {
     const char* base = w;
@@ -94,7 +94,7 @@ __attribute__((target("ssse3"))) inline void row_groups_ssse3(const char* src, c
       }
       _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 16 * j), v);
     }
-    if (!whole) std::memcpy(d, chunk_buf, static_cast<size_t>(std::min(full, stop - d)));
+    if (!whole) std::memcpy(d, chunk_buf, static_cast<size_t>(std::min<int64_t>(full, stop - d)));
   }
 }
 
