@@ -125,6 +125,23 @@ __attribute__((target("ssse3"))) void interleave_ssse3(const char* src, const ch
 }
 #endif
 
+#ifdef NPUPACK_IMAGE_SHUFFLE
+// The window tables of the last geometry packed on this thread (kernels' shape, components,
+// post-extension, element size, kernels per window, pass): building the shuffle steps costs
+// more than a small layer's whole pass, and a model's first layer is packed again and again.
+const image::WindowTables& window_tables(const ImageWeightsSpec& sp, int64_t m, bool vbmi) {
+  thread_local image::WindowTables t;
+  const int64_t key[8] = {sp.c, sp.r, sp.s, sp.cdata, sp.f, sp.es, m, vbmi};
+  if (std::equal(key, key + 8, t.key)) return t;
+  const int64_t row_groups = ceil_div(sp.r, sp.f);
+  t.first = image::row_table(sp, m, std::min(sp.f, sp.r));
+  t.last = image::row_table(sp, m, sp.r - (row_groups - 1) * sp.f);
+  t.fits = vbmi || (image::shuffle_table(t.first, m, t.first_st) && image::shuffle_table(t.last, m, t.last_st));
+  std::copy(key, key + 8, t.key);
+  return t;
+}
+#endif
+
 }  // namespace
 
 void check_image_weights(const ImageWeightsSpec& sp, const BlockedLayout& full, int64_t dst_size) {
@@ -221,8 +238,6 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
 #ifdef NPUPACK_IMAGE_SHUFFLE
   // Row groups that fit a window: permuted (VBMI, else SSSE3 shuffles) instead of interleaved.
   int64_t m = vector && blocks == 1 ? image::kernels_per_window(sp) : 0;
-  image::RowTable first{}, last{};  // row groups before the last one, and the last (maybe short)
-  if (m > 0) first = image::row_table(sp, m, std::min(f, r)), last = image::row_table(sp, m, r - (row_groups - 1) * f);
 #ifdef NPUPACK_IMAGE_VBMI
   const bool vbmi = m > 0 && cpu().avx512vbmi && allows(sp.path, KernelPath::kAvx512);
 #else
@@ -231,11 +246,12 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
   // The shuffles pay where a step makes several kernels' row groups; one kernel's (5x5, 7x7)
   // costs a step's loop and tail for each of its row groups, and interleaving its planes 16
   // pixels at a time does better.
-  image::ShuffleTable first_st, last_st;
-  if (m > 0 && !vbmi &&
-      !(m >= 2 && image::shuffle_table(first, m, first_st) && image::shuffle_table(last, m, last_st))) {
-    m = 0;
-  }
+  if (!vbmi && m < 2) m = 0;
+  // Bound here, on the calling thread: the workers read this thread's tables.
+  const image::WindowTables& tables = m > 0 ? window_tables(sp, m, vbmi) : image::WindowTables::none();
+  if (m > 0 && !tables.fits) m = 0;
+  const image::RowTable &first = tables.first, &last = tables.last;  // inner row groups; the last
+  const image::ShuffleTable &first_st = tables.first_st, &last_st = tables.last_st;
 #endif
   auto work = [&](int64_t g0, int64_t g1) {
     std::vector<char> px(static_cast<size_t>(kpg * kernel_px + 64));

@@ -29,10 +29,25 @@ struct ShuffleTable {
   alignas(16) int8_t control[kMaxShuffles][16] = {};
 };
 
+// A geometry's tables: the row groups before the last one and the last (maybe short), with
+// their shuffle steps where the SSSE3 pass applies them; fits is false where a table needs more
+// shuffles than a ShuffleTable holds.
+struct WindowTables {
+  int64_t key[8] = {};
+  RowTable first{}, last{};
+  ShuffleTable first_st, last_st;
+  bool fits = false;
+  static const WindowTables& none() {
+    static const WindowTables empty;
+    return empty;
+  }
+};
+
 // The shuffles of table t for m kernels: each takes the lowest window byte a chunk still needs
 // and every other byte of the chunk within 16 bytes of it. False when the chunks need more than
 // kMaxShuffles (the interleaving pass runs then).
 inline bool shuffle_table(const RowTable& t, int64_t m, ShuffleTable& st) {
+  st = ShuffleTable{};
   const int64_t full = m * t.seg;
   st.chunks = (full + 15) / 16;
   int n = 0;
