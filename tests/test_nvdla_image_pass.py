@@ -55,9 +55,8 @@ def test_pass_matches_loop_reference(fmt, precision):
 def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
     """Each pass, forced (AVX-512 VBMI permutations of a window of kernels where a row group fits;
     SSSE3 shuffles of that window where it holds 2 or more kernels, else interleaving; element by
-    element), on a C-contiguous source and on a strided view of the
-    same values: the same bytes as the reference, nothing written past the descriptor, the source
-    unchanged."""
+    element), on a C-contiguous source and on a strided view of the same values: the same bytes
+    as the reference, nothing written past the descriptor, the source unchanged."""
     precision = {np.int8: "int8", np.int16: "int16", np.float16: "fp16"}[dtype]
     kpg, cpb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
     if f > 1 and cdata * S > cpb:
@@ -170,11 +169,10 @@ def test_pass_on_two_threads(path, K, R, f):
 @pytest.mark.parametrize("dtype", [np.int8, np.int16])
 def test_window_passes_on_every_small_geometry(dtype):
     """Every kernel size up to 5x5 (and 8 rows, for post-extension 4), component count and channel
-    count, each post-extension factor
-    the descriptor allows, with 2 * kpg + 3 kernels (a short last group and a last window step
-    with fewer kernels than a step makes): the window passes (permutation tables of 1 to several
-    kernels per step, AVX-512 VBMI or SSSE3 shuffles) and the interleaving pass give the bytes of
-    the loop reference, nothing past the descriptor."""
+    count, each post-extension factor the descriptor allows, with 2 * kpg + 3 kernels (a short
+    last group and a last window step with fewer kernels than a step makes): the window passes
+    (permutation tables of 1 to several kernels per step, AVX-512 VBMI or SSSE3 shuffles) and the
+    interleaving pass give the bytes of the loop reference, nothing past the descriptor."""
     precision = "int8" if dtype == np.int8 else "int16"
     kpg, cpb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
     rng = np.random.default_rng(11)
