@@ -230,14 +230,18 @@ def test_fp16_negative_zero_survives_pack():
     assert unpack_weights(ws).view(np.uint16)[1, 2, 0, 0] == 0x8000
 
 
-def test_compressed_out_buffer():
+@pytest.mark.parametrize("compress", [True, "auto"])
+def test_compressed_out_buffer(compress):
     w = sparse_dc("int8", 30000)
     size = analyze_sparsity(pack_weights(w)).data_bytes
     out = np.full(size + 64, 0xEE, np.uint8)
-    ws = pack_weights(w, compress=True, out=out)
-    assert np.shares_memory(ws.weight, out) and ws.weight.size == size and (out[size:] == 0xEE).all()
-    with pytest.raises(LayoutError, match="needed"):
-        pack_weights(w, compress=True, out=np.zeros(size - 1, np.uint8))
+    ws = pack_weights(w, compress=compress, out=out)
+    assert ws.compressed and np.shares_memory(ws.weight, out) and ws.weight.size == size
+    assert np.array_equal(ws.weight, pack_weights(w, compress=True).weight) and (out[size:] == 0xEE).all()
+    small = np.full(size - 1, 0xEE, np.uint8)
+    with pytest.raises(LayoutError, match=f"out: holds {size - 1} bytes, {size} are needed"):
+        pack_weights(w, compress=compress, out=small)
+    assert (small == 0xEE).all()  # refused before anything was written
 
 
 # The SIMD compaction stores 8 (bytes) or 16 (halves) bytes per quarter of a 64-byte step at the
@@ -259,13 +263,16 @@ def test_out_is_written_only_inside_the_data_surface(precision):
     data, wmb, wgs = compress_weights(stream, precision=precision, kernel_group_elements=stream.size, out=out)
     assert (data.tobytes(), wmb.tobytes(), wgs.tobytes()) == want
     assert np.shares_memory(data, out) and (out[128:] == 0xEE).all()
-    # pack_weights(compress=True, out=): a (1, C, 1, 1) layer's stream is its C channels.
-    w = stream.reshape(1, -1, 1, 1)
-    ws = pack_weights(w, precision=precision, compress=True)
-    assert ws.weight.tobytes() == want[0]
-    out = np.full(256, 0xEE, np.uint8)
-    assert pack_weights(w, precision=precision, compress=True, out=out).weight.tobytes() == want[0]
-    assert (out[128:] == 0xEE).all()
+    # pack_weights(compress=..., out=): a (1, C, 1, 1) layer's stream is its C channels; trailing
+    # zeros to 1,024 bytes keep DATA and make compression pay, so "auto" compresses too (it
+    # counts the non-zeros itself, then writes DATA into out without counting again).
+    w = np.concatenate([stream, np.zeros(1024 // ES[precision] - stream.size, stream.dtype)]).reshape(1, -1, 1, 1)
+    for compress in (True, "auto"):
+        ws = pack_weights(w, precision=precision, compress=compress)
+        assert ws.compressed and ws.weight.tobytes() == want[0]
+        out = np.full(256, 0xEE, np.uint8)
+        assert pack_weights(w, precision=precision, compress=compress, out=out).weight.tobytes() == want[0]
+        assert (out[128:] == 0xEE).all()
 
 
 def test_compress_weights_out_errors():

@@ -189,7 +189,7 @@ def analyze_sparsity(stream, *, precision: str | None = None, kernel_group_eleme
         group_nonzero=counts, group_zero_fraction=1.0 - counts / np.maximum(sizes, 1))
 
 
-def _compress(raw: np.ndarray, es: int, group: int, out=None) -> dict:
+def _compress(raw: np.ndarray, es: int, group: int, out=None, nonzero: int | None = None) -> dict:
     """One pass in C++: WMB and DATA together, the group counts into WGS, every surface's
     padding. Without ``out`` the DATA buffer is allocated for the worst case (every element
     non-zero; untouched pages cost nothing) and ``weight`` is its first ``data_bytes``; with
@@ -197,13 +197,19 @@ def _compress(raw: np.ndarray, es: int, group: int, out=None) -> dict:
     written, and writes only the DATA surface's bytes of it: its SIMD stores run up to 64 bytes
     past the data they keep (overwritten next or by the padding), which must not land in the
     caller's bytes after the surface. ``out`` never overlaps ``raw``: the argument gate refuses a
-    caller's stream inside it, and pack_weights' stream is its own new array."""
+    caller's stream inside it, and pack_weights' stream is its own new array. A caller that
+    has just counted the non-zeros passes ``nonzero`` and the stream is not read a third time
+    (if another thread changes it in between, the pass still stops at the surface's end)."""
     n = raw.size // es
-    if out is not None:
+    if out is not None and nonzero is None:
         data = check_out(out, 0)
         written, wmb, wgs = _core.sparse_encode_out(raw, n, es, group, data, SURFACE_ALIGNMENT)
         return dict(weight=data[:_surface(written)], wmb=wmb, wgs=wgs, nonzero=written // es)
-    data = np.empty(_surface(n * es), _U8)
+    if out is not None:
+        need = _surface(nonzero * es)
+        data = check_out(out, need)[:need]
+    else:
+        data = np.empty(_surface(n * es), _U8)
     wmb = np.empty(_surface(-(-n // 8)), _U8)
     wgs = np.empty(_surface(4 * -(-n // group)), _U8)
     written = _core.sparse_encode(raw, n, es, group, wmb, data, wgs, SURFACE_ALIGNMENT)
@@ -214,16 +220,18 @@ def encode_stream(stream: np.ndarray, *, es: int, kernel_group_elements: int, mo
                   out=None) -> dict:
     """Surface fields for ``pack_weights(compress=True|"auto")``: compressed, or (``"auto"`` when
     compression is not strictly smaller) the uncompressed surface with its zero tail."""
+    nonzero = None
     if mode == "auto":
         counts = _core.sparse_count(stream, stream.size // es, es, kernel_group_elements)
-        data, wmb, wgs = _sizes(stream.size // es, int(counts.sum()), counts.size, es)
+        nonzero = int(counts.sum())
+        data, wmb, wgs = _sizes(stream.size // es, nonzero, counts.size, es)
         if data + wmb + wgs >= uncompressed_bytes:
             buf = check_out(out, uncompressed_bytes)[:uncompressed_bytes] if out is not None else \
                 np.empty(uncompressed_bytes, dtype=np.uint8)
             buf[:stream.size] = stream
             buf[stream.size:] = 0
             return dict(weight=buf)
-    return _compress(stream, es, kernel_group_elements, out)
+    return _compress(stream, es, kernel_group_elements, out, nonzero)
 
 
 @gate("stream")
