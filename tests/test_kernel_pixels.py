@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from npupack import LayoutError, _core
+from tests.guard_page import before_guard_page, linux_only
 from tests.test_kernels import FILL, GUARD, _iota
 
 ALL = _core.kernel_list()
@@ -62,6 +63,42 @@ def test_every_pixel_shuffle_kernel_against_numpy(k):
                 want[GUARD:GUARD + src.size] = src.reshape(n, m, eb)[:, list(order), :].reshape(-1)
                 np.testing.assert_array_equal(raw, want, err_msg=f"{k['name']} m={m} eb={eb} {order} n={n}")
                 assert np.array_equal(src, keep)
+
+
+def _orders_with_zeros(m, zeros):
+    """Every order of m destination components with ``zeros`` of them -1 (written as 0) and the
+    others a permutation of the m - zeros source components."""
+    for perm in itertools.permutations(range(m - zeros)):
+        yield from sorted(set(itertools.permutations(list(perm) + [-1] * zeros)))
+
+
+@linux_only
+@pytest.mark.parametrize("k", SHUFFLE_RUNS, ids=[k["name"] for k in SHUFFLE_RUNS])
+def test_every_pixel_shuffle_kernel_adds_zero_components(k):
+    """Components written as 0 (an X format given three components): the source has only the
+    components named, so a 16-byte step reads 12 bytes' worth of pixels; with the source ending at
+    an inaccessible page, no read passes it. Every pixel size the kernel takes, every order with
+    one to three zero components, lengths around the steps; guards untouched, source unchanged."""
+    rng = np.random.default_rng(45)
+    geometries = [(m, eb) for m in (2, 3, 4) for eb in (1, 2) if m * eb <= 8]
+    if k["isa"] != "scalar":
+        geometries = [(m, eb) for m, eb in geometries if 16 % (m * eb) == 0]
+    for (m, eb), n, kind in itertools.product(geometries, PIXELS, ("iota", "random")):
+        for zeros in range(1, m):
+            named = m - zeros
+            line = _line(n * named * eb, kind, rng)
+            with before_guard_page(line) as src:
+                for order in _orders_with_zeros(m, zeros):
+                    raw, dst = _guarded(n * m * eb)
+                    _core.pixel_shuffle_run(k["name"], src, dst, list(order), eb)
+                    want_px = np.zeros((n, m, eb), np.uint8)
+                    for j, c in enumerate(order):
+                        if c >= 0:
+                            want_px[:, j] = line.reshape(n, named, eb)[:, c]
+                    want = np.full(raw.size, FILL, np.uint8)
+                    want[GUARD:GUARD + dst.size] = want_px.reshape(-1)
+                    np.testing.assert_array_equal(raw, want, err_msg=f"{k['name']} m={m} eb={eb} {order} n={n}")
+                assert np.array_equal(src, line)
 
 
 @pytest.mark.parametrize("k", SPLIT_RUNS, ids=[k["name"] for k in SPLIT_RUNS])
@@ -119,6 +156,38 @@ def test_pixel_kernel_refusals():
         _core.yuv_split_run("yuv-split_x16_any_scalar", buf[:45], buf[:15].copy(), buf[:30].copy())
     with pytest.raises(LayoutError, match="overlap"):
         _core.yuv_split_run("yuv-split_x8_any_scalar", buf, buf[:16], buf[16:48].copy())
+
+
+@linux_only
+@pytest.mark.parametrize("path", ["auto", "avx2", "ssse3", "scalar"])
+def test_pixel_lines_write_a_zero_component_on_every_path(path):
+    """pack_pixel_lines of an (H, W, 3) image into 4-component pixels with -1 in the order (the X
+    of an X format, written as 0), 8- and 16-bit, widths across the steps, the image ending at an
+    inaccessible page; unpacking refuses such an order."""
+    rng = np.random.default_rng(10)
+    for dt, w, order in itertools.product((np.uint8, np.uint16), (1, 3, 4, 5, 16, 21, 33, 130),
+                                          ([0, 1, 2, -1], [-1, 2, 1, 0], [2, 1, 0, -1])):
+        h = 3
+        img = rng.integers(0, np.iinfo(dt).max, (h, w, 3), dtype=dt)
+        row = w * 4 * img.itemsize
+        pre, stride = 8, -(-(row + 8) // 32) * 32 + 32
+        plane = np.full(h * stride, FILL, np.uint8)
+        with before_guard_page(img) as src:
+            _core.pack_pixel_lines(src, order, plane, stride, pre, path)
+        px = np.zeros((h, w, 4), dt)
+        for j, c in enumerate(order):
+            if c >= 0:
+                px[:, :, j] = img[:, :, c]
+        want = np.zeros((h, stride), np.uint8)
+        want[:, pre:pre + row] = px.reshape(h, -1).view(np.uint8)
+        np.testing.assert_array_equal(plane.reshape(h, stride), want, err_msg=f"{path} {img.shape} {order}")
+    back = np.zeros((h, w, 3), dt)
+    with pytest.raises(LayoutError, match="permutation"):
+        _core.unpack_pixel_lines(plane, [0, 1, 2, -1], back, stride, pre, path)
+    for bad, match in [([0, 1, -1, -1], "order names 2 components, the image has 3"),
+                       ([0, 1, 2, -2], "permutation"), ([0, 1, 3, -1], "permutation"), ([0, 0, 1, -1], "permutation")]:
+        with pytest.raises(LayoutError, match=match):
+            _core.pack_pixel_lines(img, bad, plane, stride, pre, path)
 
 
 @pytest.mark.parametrize("path", ["auto", "avx2", "ssse3", "scalar"])

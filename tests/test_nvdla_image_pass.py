@@ -2,10 +2,7 @@
 component count and element size, both instruction-set paths, a short last kernel group, short
 last row groups, each post-extension factor and C' of more than one channel block, against the
 loop reference of docs/nvdla.md §8; the pass refuses a descriptor that places rows elsewhere."""
-import ctypes
 import itertools
-import mmap
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +11,7 @@ import npupack
 from npupack import LayoutError, _core
 from npupack.nvdla import NV_FULL, NV_SMALL, PIXEL_FORMATS, pack_weights, to_fp16, unpack_weights
 from npupack.nvdla import image_weights
+from tests.guard_page import before_guard_page, linux_only
 from tests.reference import nvdla as ref
 
 SHAPES = [(3, 3), (5, 5), (7, 7), (9, 4), (2, 7), (1, 1), (3, 11), (4, 17)]
@@ -76,36 +74,22 @@ def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
         assert np.array_equal(src, before)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect through libc")
+@linux_only
 @pytest.mark.parametrize("path", ["avx512", "ssse3"])
 @pytest.mark.parametrize("dtype, cdata, S", [(np.int8, 4, 3), (np.int8, 3, 7), (np.int16, 4, 5), (np.int16, 2, 3)])
 def test_vector_loads_stop_at_the_source_end(dtype, cdata, S, path):
     """A source whose last byte ends a page followed by an inaccessible one: the vector loads of
     the last kernels (128-byte windows, 16-byte plane loads) read nothing past the array (a read
     there would crash the test)."""
-    page = mmap.PAGESIZE
     w = np.random.default_rng(3).integers(-100, 100, (37, cdata - 1, 3, S)).astype(dtype)
-    region = mmap.mmap(-1, 2 * page + w.nbytes)
-    raw = np.frombuffer(region, np.uint8)
-    guard = (raw.ctypes.data + w.nbytes + page - 1) // page * page  # the first page boundary after w
-    start = guard - w.nbytes - raw.ctypes.data
-    src = raw[start:start + w.nbytes].view(dtype).reshape(w.shape)
-    src[...] = w
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    assert libc.mprotect(guard, page, 0) == 0  # PROT_NONE
-    try:
-        precision = "int8" if dtype == np.int8 else "int16"
-        kpg = NV_FULL.kernels_per_group(precision)
-        layout = image_weights.image_layout(37, cdata * S, 3, 1, precision, NV_FULL)
-        out = np.empty(layout.nbytes, np.uint8)
+    precision = "int8" if dtype == np.int8 else "int16"
+    kpg = NV_FULL.kernels_per_group(precision)
+    layout = image_weights.image_layout(37, cdata * S, 3, 1, precision, NV_FULL)
+    out = np.empty(layout.nbytes, np.uint8)
+    with before_guard_page(w) as src:
         _core.image_weights_pack(src, out, cdata, 1, kpg, NV_FULL.channels_per_block, layout._core, path)
-    finally:
-        assert libc.mprotect(guard, page, 3) == 0  # read and write again, so the mapping can go
     want = ref.pack_image_weights(w, cdata, 1, kpg=kpg, cb=NV_FULL.channels_per_block, tail=1)
     assert np.array_equal(out, want[:layout.nbytes])
-    del src, raw
-    region.close()
 
 
 def test_pass_refuses_a_descriptor_that_places_rows_elsewhere():

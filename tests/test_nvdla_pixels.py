@@ -66,6 +66,35 @@ def test_random_sizes_and_line_strides(name, h, w, extra, data):
         assert np.array_equal(got, exp)
 
 
+X_FORMATS = sorted(name for name, fmt in PIXEL_FORMATS.items() if fmt.has_x)
+
+
+@pytest.mark.parametrize("name", X_FORMATS)
+def test_x_formats_take_three_components(name):
+    """An (H, W, 3) image into an X format: the bytes of the 4-component image with X = 0 (the
+    reference packs that one), at every x offset and widths across the kernels' steps, into a
+    dirty buffer, again from the kept plan, and through the format registry; the image is
+    not modified."""
+    from npupack import formats
+
+    fmt = PIXEL_FORMATS[name]
+    rng = np.random.default_rng(7)
+    dtype = np.uint8 if fmt.kind == "8bit" else np.uint16
+    front = formats.get(f"nvdla:pixel:{name}")
+    for h, w in [(1, 1), (2, 3), (3, 5), (2, 16), (2, 21), (1, 130)]:
+        img = rng.integers(0, np.iinfo(dtype).max, (h, w, 3), dtype=dtype)
+        keep = img.copy()
+        four = np.concatenate([img, np.zeros((h, w, 1), dtype)], axis=2)
+        for xo in range(fmt.x_offset_max + 1):
+            (want,) = ref.pack(four, name, x_offset=xo)
+            for out in (None, np.full(want.size, 0xAB, np.uint8), None):  # the third call: the kept plan
+                got = pack_pixels(img, name, x_offset=xo, out=out)
+                assert np.array_equal(got.planes[0], want) and got.shape == (h, w, 4), (name, h, w, xo)
+            assert np.array_equal(unpack_pixels(got, name, (h, w), x_offset=xo), four)
+        assert np.array_equal(front.pack(img), ref.pack(four, name)[0])
+        assert np.array_equal(img, keep)
+
+
 def test_worked_examples():
     img = np.array([[[1, 2, 3, 4], [5, 6, 7, 8]]], np.uint8)
     assert bytes(pack_pixels(img, "T_A8R8G8B8").planes[0]) == bytes([3, 2, 1, 4, 7, 6, 5, 8]) + bytes(24)

@@ -22,29 +22,40 @@ using npupack_bindings::writable_bytes;
 namespace {
 
 // Geometry of an interleaved pixel plane, checked before anything is written: a C-contiguous
-// (H, W, M) image, `order` a permutation of its M components, lines that hold the x offset and
-// the pixels, and a plane buffer of H lines.
+// (H, W, M') image, `order` a permutation of its M' components (packing: with -1 entries for
+// components written as 0, M = len(order) in the plane), lines that hold the x offset and the
+// pixels, and a plane buffer of H lines.
 struct PixelLines {
   int64_t h, w;
   int m, eb;
 };
 
 PixelLines pixel_lines(const py::array& img, const std::vector<int>& order, const py::array& plane,
-                       int64_t line_stride, int64_t pre, const char* fn) {
+                       int64_t line_stride, int64_t pre, const char* fn, bool zeros) {
   const std::string name(fn);
   npupack_bindings::require_numeric(img, "img");
   npupack_bindings::require_numeric(plane, "plane");
   if (img.ndim() != 3 || !(img.flags() & py::array::c_style) || !(plane.flags() & py::array::c_style)) {
     throw LayoutError(name + ": need a C-contiguous (H, W, M) image and a C-contiguous plane");
   }
-  const int64_t m = img.shape(2), eb = img.itemsize();
-  if (m < 1 || m > 4 || (eb != 1 && eb != 2 && eb != 4) || m * eb > 8 || static_cast<int64_t>(order.size()) != m) {
+  const int64_t m_img = img.shape(2), eb = img.itemsize(), m = static_cast<int64_t>(order.size());
+  if (m < 1 || m > 4 || (eb != 1 && eb != 2 && eb != 4) || m * eb > 8) {
     throw LayoutError(name + ": pixels must be 1-4 components of 1, 2 or 4 bytes, at most 8 bytes, one order entry each");
   }
   bool seen[4] = {};
+  int64_t named = 0;
   for (int c : order) {
-    if (c < 0 || c >= m || seen[c]) throw LayoutError(name + ": order must be a permutation of the components");
+    if (zeros && c == -1) continue;
+    if (c < 0 || c >= m_img || c >= m || seen[c]) {
+      throw LayoutError(name + ": order must be a permutation of the image's components" +
+                        (zeros ? std::string(" (and -1 for a component written as 0)") : std::string()));
+    }
     seen[c] = true;
+    ++named;
+  }
+  if (named != m_img || m_img < 1) {
+    throw LayoutError(name + ": order names " + std::to_string(named) + " components, the image has " +
+                      std::to_string(m_img));
   }
   const int64_t h = img.shape(0), w = img.shape(1);
   const int64_t row = npupack::checked_mul(w, m * eb, fn);
@@ -60,8 +71,8 @@ template <bool Pack>
 void pixel_lines_call(const py::array& from, const std::vector<int>& order, py::array to, int64_t line_stride,
                       int64_t pre, const std::string& path) {
   const char* fn = Pack ? "pack_pixel_lines" : "unpack_pixel_lines";
-  const PixelLines g = Pack ? pixel_lines(from, order, to, line_stride, pre, fn)
-                            : pixel_lines(to, order, from, line_stride, pre, fn);
+  const PixelLines g = Pack ? pixel_lines(from, order, to, line_stride, pre, fn, true)
+                            : pixel_lines(to, order, from, line_stride, pre, fn, false);
   const auto kernel = npupack::kernel_path(path, fn);
   const char* src = static_cast<const char*>(from.data());
   char* dst = writable_bytes(to, Pack ? "plane" : "img");
@@ -92,8 +103,9 @@ void no_overlap(const char* a, int64_t an, const char* b, int64_t bn, const char
   if (a < b + bn && b < a + an) throw LayoutError(std::string(fn) + ": the buffers overlap");
 }
 
-// One line of pixels of len(order) components of eb bytes from src to dst (the same size),
-// destination component j from source component order[j], with pixel-shuffle kernel `name`.
+// One line of pixels of len(order) components of eb bytes into dst, destination component j from
+// source component order[j] or 0 where it is -1 (src: the same pixels, of the components
+// named), with pixel-shuffle kernel `name`.
 void pixel_shuffle_run(const std::string& name, const py::array& src, py::array& dst, const std::vector<int>& order,
                        int eb) {
   const char* fn = "pixel_shuffle_run";
@@ -104,13 +116,19 @@ void pixel_shuffle_run(const std::string& name, const py::array& src, py::array&
   if (eb < 1 || m < 1 || m > 4 || m * eb > npupack::kernels::kMaxPixel) {
     throw LayoutError("pixel_shuffle_run: need 1..4 components of eb >= 1 bytes, at most 8 bytes a pixel");
   }
+  int named = 0;
+  for (int c : order) named += c >= 0;
   std::vector<bool> seen(static_cast<size_t>(m));
   for (int c : order) {
-    if (c < 0 || c >= m || seen[static_cast<size_t>(c)]) throw LayoutError("pixel_shuffle_run: order is not a permutation");
+    if (c == -1) continue;
+    if (c < 0 || c >= named || seen[static_cast<size_t>(c)]) {
+      throw LayoutError("pixel_shuffle_run: order is not a permutation (with -1 for zeros)");
+    }
     seen[static_cast<size_t>(c)] = true;
   }
-  const auto n = static_cast<int64_t>(src.nbytes());
-  if (static_cast<int64_t>(dst.nbytes()) != n || n % (m * eb)) {
+  if (named == 0) throw LayoutError("pixel_shuffle_run: order names no source component");
+  const auto n = static_cast<int64_t>(dst.nbytes()), pixels = n / (m * eb);
+  if (n % (m * eb) || static_cast<int64_t>(src.nbytes()) != pixels * named * eb) {
     throw LayoutError("pixel_shuffle_run: src and dst must be the same whole number of pixels");
   }
   if (k.isa != npupack::kernels::Isa::kScalar && 16 % (m * eb)) {
@@ -122,7 +140,8 @@ void pixel_shuffle_run(const std::string& name, const py::array& src, py::array&
   a.dst = reinterpret_cast<unsigned char*>(writable_bytes(dst, "dst"));
   a.nbytes = n;
   a.s = &s;
-  no_overlap(reinterpret_cast<const char*>(a.src), n, reinterpret_cast<const char*>(a.dst), n, fn);
+  no_overlap(reinterpret_cast<const char*>(a.src), static_cast<int64_t>(src.nbytes()),
+             reinterpret_cast<const char*>(a.dst), n, fn);
   py::gil_scoped_release release;
   k.run(a);
 }
@@ -159,9 +178,10 @@ void bind_pixels(py::module_& m) {
   m.def("pixel_shuffle_run", &pixel_shuffle_run, py::arg("name"), py::arg("src"), py::arg("dst"), py::arg("order"),
         py::arg("eb"),
         "For the kernel tester: pixel-shuffle kernel `name` over one line of pixels of len(order) components of eb "
-        "bytes (src and dst the same size, not overlapping): destination component j = source component order[j]. "
-        "LayoutError for an unknown name, a missing isa, an order that is not a permutation, more than 8 bytes a "
-        "pixel, sizes that differ or are not whole pixels, or a pixel size a vector kernel does not take (it must "
+        "bytes (src the same pixels of the components order names, not overlapping): destination component j = "
+        "source component order[j], or 0 where it is -1. LayoutError for an unknown name, a missing isa, an order "
+        "that is not a permutation (with -1 entries), more than 8 bytes a pixel, sizes that do not match or are not "
+        "whole pixels, or a pixel size a vector kernel does not take (it must "
         "divide 16) (docs/nvdla.md §4)");
   m.def("yuv_split_run", &yuv_split_run, py::arg("name"), py::arg("yuv"), py::arg("y"), py::arg("uv"),
         py::arg("v_first") = false,
@@ -200,7 +220,8 @@ void bind_pixels(py::module_& m) {
       "Split a YUV444 image into the Y and UV planes of a semi-planar format (docs/nvdla.md §4.2, 4.4)");
   m.def("pack_pixel_lines", &pixel_lines_call<true>, py::arg("img"), py::arg("order"), py::arg("plane"),
         py::arg("line_stride"), py::arg("pre"), py::arg("path") = "auto",
-        "Lay an (H, W, M) image out as one interleaved pixel plane, components reordered (docs/nvdla.md §4.2, 4.4). "
+        "Lay an (H, W, M) image out as one interleaved pixel plane, components reordered (docs/nvdla.md §4.2, 4.4); "
+        "-1 in `order` writes a component as 0 (X of an image given three). "
         "`path` forces a shuffle kernel (auto, avx2, ssse3, scalar) for tests");
   m.def("unpack_pixel_lines", &pixel_lines_call<false>, py::arg("plane"), py::arg("order"), py::arg("img"),
         py::arg("line_stride"), py::arg("pre"), py::arg("path") = "auto", "Inverse of pack_pixel_lines");

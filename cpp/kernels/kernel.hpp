@@ -157,8 +157,9 @@ struct SpreadArgs {
 };
 using SpreadFn = void (*)(const SpreadArgs&);
 
-// One line of interleaved pixels (docs/nvdla.md §4): the nbytes at src (whole pixels of s->pixel
-// bytes) to dst in the component order of s; the vector kernels need pixels that divide 16.
+// One line of interleaved pixels (docs/nvdla.md §4): nbytes at dst (whole pixels of s->pixel
+// bytes) from the same pixels at src (s->src_pixel bytes each: fewer where s adds zeros) in the
+// component order of s; the vector kernels need pixels that divide 16.
 struct PixelShuffleArgs {
   const unsigned char* src = nullptr;
   unsigned char* dst = nullptr;

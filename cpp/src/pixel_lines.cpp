@@ -42,7 +42,7 @@ void pack_pixel_lines(const char* img, int64_t h, int64_t w, int m, int eb, cons
                       int64_t line_stride, int64_t pre, KernelPath path) {
   const PixelShuffle s = make_pixel_shuffle(m, eb, order);
   const RowFn shuffled = shuffle_row(path, s.pixel);
-  const int64_t row = w * s.pixel, tail = line_stride - pre - row;
+  const int64_t row = w * s.pixel, src_row = w * s.src_pixel, tail = line_stride - pre - row;
   const auto* src = reinterpret_cast<const unsigned char*>(img);
   auto* dst = reinterpret_cast<unsigned char*>(plane);
   parallel_for(h, line_grain(line_stride), [&](int64_t lo, int64_t hi) {
@@ -53,7 +53,7 @@ void pack_pixel_lines(const char* img, int64_t h, int64_t w, int m, int eb, cons
     for (int64_t r = lo; r < hi; ++r) {
       unsigned char* line = dst + r * line_stride;
       detail::zero_line_ends(line, line_stride, pre, row);
-      copy_row(src + r * row, line + pre, row, s, shuffled);
+      copy_row(src + r * src_row, line + pre, row, s, shuffled);
     }
   });
 }

@@ -21,9 +21,10 @@ void split_yuv444(const char* yuv, int64_t h, int64_t w, int64_t src_row, int64_
                   int64_t y_stride, int64_t y_pre, char* uv, int64_t uv_stride, int64_t uv_pre);
 
 // Interleaved (single-plane) formats: h lines of w pixels of m <= 4 components of eb bytes
-// (m * eb <= 8), from a C-contiguous (h, w, m) image to lines `line_stride` bytes apart, each
-// after `pre` bytes of x offset. Plane component j is image component order[j]. Every byte of
-// the h lines is written: the x-offset bytes and line tails are 0.
+// (m * eb <= 8), from a C-contiguous (h, w, m') image to lines `line_stride` bytes apart, each
+// after `pre` bytes of x offset. Plane component j is image component order[j], or 0 where
+// order[j] is negative (the X component of an image given three); m' is the count of the
+// others. Every byte of the h lines is written: the x-offset bytes and line tails are 0.
 // `path` picks the shuffle kernel (tests force each one).
 void pack_pixel_lines(const char* img, int64_t h, int64_t w, int m, int eb, const int* order, char* plane,
                       int64_t line_stride, int64_t pre, KernelPath path = KernelPath::kAuto);

@@ -69,6 +69,11 @@ class PixelFormat:
         return [0] if self.kind == "10bit" else list(self.planes[0])
 
     @cached_property
+    def line_order_no_x(self) -> list:
+        """X formats given three components: ``line_order`` with -1 where X is stored (written as 0)."""
+        return [-1 if c == A else c for c in self.line_order]
+
+    @cached_property
     def x_offset_max(self) -> int:
         """Largest x offset: all x with x * bpp[0] < 32 (the hardware documentation's range)."""
         return 32 // self.bpp[0] - 1
@@ -233,9 +238,10 @@ def _components(img, fmt: PixelFormat) -> np.ndarray:
     arr = little_endian(img if type(img) is np.ndarray else np.asarray(img))
     if arr.ndim == 2 and fmt.comps == 1:
         arr = arr[:, :, None]
-    if arr.ndim == 3 and fmt.has_x and arr.shape[2] == 3:
-        arr = np.concatenate([arr, np.zeros(arr.shape[:2] + (1,), arr.dtype)], axis=2)
-    if arr.ndim != 3 or arr.shape[2] != fmt.comps:
+    # X formats take (H, W, 3) as it is: the line kernel writes X as 0 (all of them are 8- or
+    # 16-bit single-plane formats).
+    x3 = arr.ndim == 3 and fmt.has_x and arr.shape[2] == 3
+    if not x3 and (arr.ndim != 3 or arr.shape[2] != fmt.comps):
         raise LayoutError(f"img: {fmt.name} takes (H, W, {fmt.comps})" + (" or (H, W)" if fmt.comps == 1 else "") +
                           (" or (H, W, 3)" if fmt.has_x else "") + f" with components in c0..c3 order, got shape "
                           f"{arr.shape} (docs/nvdla.md §4.1)")
@@ -391,7 +397,8 @@ class _PixelPlan:
                     _words(comps, fmt, buf.view(np.uint32))
                     return PixelPlanes._fast(tuple(bufs), strides, fmt.name, self.shape, self.x_offset)
                 comps = _words(comps, fmt)
-            _core.pack_pixel_lines(np.ascontiguousarray(comps), fmt.line_order, buf, strides[0], pre[0])
+            order = fmt.line_order if comps.shape[2] == fmt.comps else fmt.line_order_no_x
+            _core.pack_pixel_lines(np.ascontiguousarray(comps), order, buf, strides[0], pre[0])
         return PixelPlanes._fast(tuple(bufs), strides, fmt.name, self.shape, self.x_offset)
 
 
