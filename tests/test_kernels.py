@@ -130,7 +130,8 @@ def test_streamed_kernels_against_numpy():
 # name -> (row counts, column counts) of the kernels that stream whole-line columns.
 WHOLE_LINES = {"transpose_x8_64xn_avx512vbmi": ((64, 128), (9, 25)),
                "transpose_x16_32xn_avx512vbmi": ((32, 64), (9, 25)),
-               "transpose-finite_x16_32xn_avx512vbmi": ((32, 64), (9, 25)), "transpose_x32_4x4_sse2": ((16,), (18,))}
+               "transpose-finite_x16_32xn_avx512vbmi": ((32, 64), (9, 25)), "transpose_x8_32x9_avx2": ((64, 128), (9,)),
+               "transpose_x32_4x4_sse2": ((16,), (18,))}
 WHOLE_LINE_RUNS = [k for k in RUNS if k["name"] in WHOLE_LINES]
 
 
