@@ -122,7 +122,8 @@ def test_streamed_kernels_against_numpy():
     expected = {n for n in ("transpose_x8_32x16_avx2", "transpose_x8_32x8_avx2", "transpose_x8_16x32_avx2",
                             "transpose_x16_16x8_avx2", "transpose-finite_x16_16x8_avx2", "transpose_x8_16x8_sse2",
                             "transpose_x16_8x8_sse2", "transpose_x16_32xn_avx512vbmi",
-                            "transpose-finite_x16_32xn_avx512vbmi", "transpose_x32_4x4_sse2")
+                            "transpose-finite_x16_32xn_avx512vbmi", "transpose_x16_16x9_avx2",
+                            "transpose-finite_x16_16x9_avx2", "transpose_x32_4x4_sse2")
                 if any(k["name"] == n for k in RUNS)}
     assert streamed == expected
 
@@ -131,6 +132,7 @@ def test_streamed_kernels_against_numpy():
 WHOLE_LINES = {"transpose_x8_64xn_avx512vbmi": ((64, 128), (9, 25)),
                "transpose_x16_32xn_avx512vbmi": ((32, 64), (9, 25)),
                "transpose-finite_x16_32xn_avx512vbmi": ((32, 64), (9, 25)), "transpose_x8_32x9_avx2": ((64, 128), (9,)),
+               "transpose_x16_16x9_avx2": ((32, 64), (9,)), "transpose-finite_x16_16x9_avx2": ((32, 64), (9,)),
                "transpose_x32_4x4_sse2": ((16,), (18,))}
 WHOLE_LINE_RUNS = [k for k in RUNS if k["name"] in WHOLE_LINES]
 

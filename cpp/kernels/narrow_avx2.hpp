@@ -239,38 +239,47 @@ NPUPACK_AI void block_u16_taps9(const char* s, DCur d, V::reg* largest = nullptr
   store_columns(w, kTaps9Halves.post, d);
 }
 
-// Streamed (a streamed destination, columns of whole 64-byte lines: 64 rows of bytes): the two
-// 32-row blocks of each 64-row step go to a buffer on the stack, then each column's line is
-// written whole by two non-temporal stores; storing each block straight away left nine lines
-// half written at a time.
+// Streamed (a streamed destination, columns of whole 64-byte lines: 64 rows of bytes or 32 of
+// 16-bit elements): the two blocks of each such step go to a buffer on the stack, then each
+// column's line is written whole by two non-temporal stores; storing each block straight away
+// left nine lines half written at a time. `largest` as for block_u16_taps9.
 struct Columns32 {  // column j of a block at p + 32 j
   char* p;
   char* operator[](int64_t j) const { return p + 32 * j; }
 };
-template <class DCur>
-NPUPACK_AI void block_u8_taps9_lines(const char* s, DCur d) {
+template <int EB, class DCur>
+NPUPACK_AI void block_taps9_lines(const char* s, DCur d, V::reg* largest) {
   alignas(32) char t[2][9][32];
-  block_u8_taps9(s, s + 144, Columns32{t[0][0]});
-  block_u8_taps9(s + 288, s + 432, Columns32{t[1][0]});
+  for (int h = 0; h < 2; ++h) {  // each block: 288 bytes of source
+    if constexpr (EB == 1) {
+      block_u8_taps9(s + 288 * h, s + 288 * h + 144, Columns32{t[h][0]});
+    } else {
+      block_u16_taps9(s + 288 * h, Columns32{t[h][0]}, largest);
+    }
+  }
   for (int j = 0; j < 9; ++j) {
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d[j]), _mm256_load_si256(reinterpret_cast<const __m256i*>(t[0][j])));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d[j] + 32),
-                        _mm256_load_si256(reinterpret_cast<const __m256i*>(t[1][j])));
+    for (int h = 0; h < 2; ++h) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d[j] + 32 * h),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(t[h][j])));
+    }
   }
 }
 
 // run_u8<9> for rows back to back (in.stride == 9) and run_u16<9> for 16 rows and more back to
 // back (in.stride == 18): the rotation kernels above on each block of 32 (8-bit) or 16 (16-bit)
-// rows; 8-bit streamed, 64 rows a step (block_u8_taps9_lines).
+// rows; streamed, one 64-byte line of each column a step (block_taps9_lines).
 // With a non-null `nonfinite` (16-bit only) every half moved is tested for fp16 INF/NaN, as in
 // tall_u16.
 template <int EB, class DC>
 NPUPACK_FLAT void run_taps9(const RowReader& in, DC col, const Batch& batch, bool* nonfinite = nullptr) {
   constexpr int kRows = EB == 1 ? 32 : 16;
-  if constexpr (EB == 1 && decltype(col.at(0, 0))::kStream) {
-    over_batch<64>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
-      block_u8_taps9_lines(m.base + r * 9, c.at(0, r));
+  if constexpr (decltype(col.at(0, 0))::kStream) {
+    V::reg largest = _mm256_setzero_si256();
+    V::reg* watch = EB == 2 && nonfinite ? &largest : nullptr;
+    over_batch<64 / EB>(in, col, batch, [watch](const RowReader& m, const DC& c, int64_t r) {
+      block_taps9_lines<EB>(m.base + r * 9 * EB, c.at(0, EB * r), watch);
     });
+    if (watch) *nonfinite = any_nonfinite(largest);
   } else if constexpr (EB == 1) {
     over_batch<kRows>(in, col, batch, [](const RowReader& m, const DC& c, int64_t r) {
       block_u8_taps9(m.base + r * 9, m.base + r * 9 + 144, c.at(0, r));
