@@ -80,7 +80,7 @@ def test_every_pixel_shuffle_kernel_adds_zero_components(k):
     an inaccessible page, no read passes it. Every pixel size the kernel takes, every order with
     one to three zero components, lengths around the steps; guards untouched, source unchanged."""
     rng = np.random.default_rng(45)
-    geometries = [(m, eb) for m in (2, 3, 4) for eb in (1, 2) if m * eb <= 8]
+    geometries = [(m, eb) for m in (2, 3, 4) for eb in (1, 2, 4) if m * eb <= 8]
     if k["isa"] != "scalar":
         geometries = [(m, eb) for m, eb in geometries if 16 % (m * eb) == 0]
     for (m, eb), n, kind in itertools.product(geometries, PIXELS, ("iota", "random")):
@@ -144,6 +144,10 @@ def test_pixel_kernel_refusals():
         ro = buf.copy()
         ro.flags.writeable = False
         _core.pixel_shuffle_run("pixel-shuffle_x8_any_scalar", buf, ro, [1, 0], 1)
+    with pytest.raises(LayoutError, match="at most 8 bytes"):  # eb alone: m * eb would overflow an int
+        _core.pixel_shuffle_run("pixel-shuffle_x8_any_scalar", buf[:0], buf[:0].copy(), [0, 1], 2 ** 31 - 1)
+    with pytest.raises(LayoutError, match="names no source component"):
+        _core.pixel_shuffle_run("pixel-shuffle_x8_any_scalar", buf[:0], buf[:16].copy(), [-1, -1], 1)
     vector = [k["name"] for k in SHUFFLE_RUNS if k["isa"] != "scalar"]
     for name in vector:
         with pytest.raises(LayoutError, match="does not take pixels of 3 bytes"):
@@ -184,6 +188,8 @@ def test_pixel_lines_write_a_zero_component_on_every_path(path):
     back = np.zeros((h, w, 3), dt)
     with pytest.raises(LayoutError, match="permutation"):
         _core.unpack_pixel_lines(plane, [0, 1, 2, -1], back, stride, pre, path)
+    with pytest.raises(LayoutError, match="at least one component"):
+        _core.pack_pixel_lines(np.zeros((h, w, 0), dt), [-1], plane, stride, pre, path)
     for bad, match in [([0, 1, -1, -1], "order names 2 components, the image has 3"),
                        ([0, 1, 2, -2], "permutation"), ([0, 1, 3, -1], "permutation"), ([0, 0, 1, -1], "permutation")]:
         with pytest.raises(LayoutError, match=match):

@@ -169,6 +169,40 @@ def _whole_lines_case(k, counts, cols):
         assert _run(k, rows, cols, 3, **case), change
 
 
+FINITE_RUNS = [k for k in RUNS if k["op"] == "transpose-finite"]
+
+
+@pytest.mark.parametrize("k", FINITE_RUNS, ids=[k["name"] for k in FINITE_RUNS])
+def test_finite_kernels_tell_finite_from_not(k):
+    """The iota sources above hold INF / NaN halves, so there a finite kernel must report 0; here a
+    batch of finite halves must report 1 and the same batch with one INF or NaN (first, middle or
+    last half) 0, with the bytes moved either way, plain and, for the whole-line kernels,
+    streamed into line-aligned columns."""
+    import npupack
+
+    rows, cols = (WHOLE_LINES[k["name"]][0][0], WHOLE_LINES[k["name"]][1][0]) if k["name"] in WHOLE_LINES \
+        else (max(k["tile_rows"], 16), k["tile_cols"] or 9)
+    count = 3 if k["name"] in WHOLE_LINES else 1  # the 16x8 kernel takes single matrices only
+    finite = np.random.default_rng(8).standard_normal(count * rows * cols).astype(np.float16)
+    forms = [(rows * 2, cols * rows * 2, False)]  # (dst_stride, dst_step, stream)
+    if k["name"] in WHOLE_LINES:
+        forms.append((4096, rows * 2, True))
+    for bad in (None, 0, finite.size // 2, finite.size - 1):
+        halves = finite.copy()
+        if bad is not None:
+            halves[bad] = np.inf if bad % 2 == 0 else np.nan
+        src = halves.view(np.uint8)
+        want = halves.reshape(count, rows, cols).transpose(0, 2, 1)
+        for dst_stride, dst_step, stream in forms:
+            raw = npupack.aligned_empty((count - 1) * dst_step + (cols - 1) * dst_stride + rows * 2)
+            got = _core.kernel_run(k["name"], src, cols * 2, raw, dst_stride, rows, cols, count, rows * cols * 2,
+                                   dst_step, stream)
+            moved = np.lib.stride_tricks.as_strided(raw.view(np.float16), (count, cols, rows),
+                                                    (dst_step, dst_stride, 2))
+            assert np.array_equal(moved.view(np.uint16), want.view(np.uint16)), (bad, stream)
+            assert got == (1 if bad is None else 0), (bad, stream)
+
+
 def test_kernel_list_follows_the_grammar():
     """<operation>_<element>_<tile>_<isa>, the element size and tile matching the entry, and the
     plain C++ kernels last (the list ends in the reference)."""

@@ -674,7 +674,7 @@ def test_3x3_and_5x5_weights_plans_stream_whole_lines_where_their_rotation_strea
 
     runs = {k["name"] for k in npupack._core.kernel_list() if k["runs"]}
     vbmi, avx2 = "transpose_x8_64xn_avx512vbmi" in runs, "transpose_x8_32x9_avx2" in runs
-    for precision, shape in (("int8", (500, 2040, 3, 3)), ("fp16", (500, 1020, 3, 3)),
+    for precision, shape in (("int8", (500, 2040, 3, 3)), ("fp16", (500, 1020, 3, 3)), ("int16", (500, 1020, 3, 3)),
                              ("int8", (1000, 2040, 3, 3)), ("int8", (500, 1000, 5, 5)), ("fp16", (400, 500, 5, 5)),
                              ("int16", (400, 500, 5, 5))):
         text = plan.describe(npupack.nvdla.dc_layout(shape, precision), shape, DTYPE[precision])

@@ -53,7 +53,8 @@ PixelLines pixel_lines(const py::array& img, const std::vector<int>& order, cons
     seen[c] = true;
     ++named;
   }
-  if (named != m_img || m_img < 1) {
+  if (m_img < 1) throw LayoutError(name + ": the image needs at least one component, got (H, W, 0)");
+  if (named != m_img) {
     throw LayoutError(name + ": order names " + std::to_string(named) + " components, the image has " +
                       std::to_string(m_img));
   }
@@ -113,7 +114,8 @@ void pixel_shuffle_run(const std::string& name, const py::array& src, py::array&
   npupack_bindings::check_buffer(src, "src");
   npupack_bindings::check_buffer(dst, "dst");
   const int m = static_cast<int>(order.size());
-  if (eb < 1 || m < 1 || m > 4 || m * eb > npupack::kernels::kMaxPixel) {
+  // eb alone first: m * eb in int would overflow for a huge eb and pass the test.
+  if (eb < 1 || eb > npupack::kernels::kMaxPixel || m < 1 || m > 4 || m * eb > npupack::kernels::kMaxPixel) {
     throw LayoutError("pixel_shuffle_run: need 1..4 components of eb >= 1 bytes, at most 8 bytes a pixel");
   }
   int named = 0;

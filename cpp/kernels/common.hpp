@@ -145,7 +145,7 @@ inline void each_matrix(const TransposeArgs& a, F f) {
 inline bool sides_in(const TransposeArgs& a, unsigned allowed) { return (sides_of(a) & allowed) != 0; }
 
 // A streamed call that a kernel writing 64 bytes of each column per block of `block_rows` rows
-// (one store) streams in whole lines: every column segment 64-byte aligned (dst, dst_stride and,
+// (one store, or two in a row) streams in whole lines: every column segment 64-byte aligned (dst, dst_stride and,
 // for a batch, dst_step multiples of 64) and no overlapping last block (rows a multiple of
 // block_rows). Non-temporal stores of whole lines need not read them in, and leave no partial
 // line in the write-combining buffers wherever the columns lie.

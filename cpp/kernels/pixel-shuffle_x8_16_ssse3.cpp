@@ -1,5 +1,5 @@
 // The pixel shuffle, one pshufb per 16 bytes (pixels of 1, 2, 4 or 8 bytes; with zeros added,
-// 12 source bytes a step); the scalar loop moves the tail.
+// fewer source bytes a step: 12 for three components of four); the scalar loop moves the tail.
 #include "kernel.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -15,7 +15,9 @@ __attribute__((target("avx2"))) void pixel_shuffle_x8_64_avx2(const PixelShuffle
   unsigned char* dst = a.dst;
   const int64_t nbytes = a.nbytes;
   int64_t i = 0;
-  if (a.s->src_pixel == a.s->pixel) {  // adding zeros, a 16-byte lane reads 12 bytes: 16-byte steps only
+  // Adding zeros, a 16-byte lane reads fewer source bytes than it writes (12 for three
+  // components of four), so the two lanes' sources are not one 32-byte load: 16-byte steps only.
+  if (a.s->src_pixel == a.s->pixel) {
     for (; i + 64 <= nbytes; i += 64) {
       const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
       const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));

@@ -57,8 +57,9 @@ inline void pixel_shuffle_tail(const unsigned char* src, unsigned char* dst, int
 }
 
 // The vector kernels' 16-byte steps from destination byte i (source byte pixel_source_bytes(i)):
-// each reads 16 source bytes, so where zeros are added (12 source bytes a step) the steps stop
-// before a read would pass the source. Returns how many steps stay inside both buffers.
+// each reads 16 source bytes, so where zeros are added (fewer source bytes a step: 12 for three
+// components of four) the steps stop before a read would pass the source. Returns how many
+// steps stay inside both buffers.
 inline int64_t pixel_vector_steps(int64_t i, int64_t nbytes, const PixelShuffle& s) {
   const int64_t src_step = 16 / s.pixel * s.src_pixel;
   const int64_t by_dst = (nbytes - i) / 16;

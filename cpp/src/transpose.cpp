@@ -116,8 +116,8 @@ void transpose_stream(const char* src, int64_t src_stride, char* dst, int64_t ds
   // bytes, one store per column and block; 64 bytes of 32 halves, two stores in one step of the
   // 16x8 halves kernel), so that the stores fill each line in quick succession: a line written
   // in parts at different times would leave partial lines in the write-combining buffers, which
-  // costs more than the read it saves. Non-temporal stores are 16 bytes, aligned. The streaming
-  // kernels' takes hold the row counts each streams.
+  // costs more than the read it saves. Non-temporal stores are aligned to their size. The
+  // streaming kernels' takes hold the row counts each streams.
   transpose_stream_batch(src, src_stride, 0, dst, dst_stride, 0, rows, cols, 1, eb);
 }
 

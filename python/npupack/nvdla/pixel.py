@@ -233,8 +233,9 @@ def _pre(fmt: PixelFormat, plane: int, x_offset: int) -> int:
 
 
 def _components(img, fmt: PixelFormat) -> np.ndarray:
-    """Validate an image and return it as ``(H, W, comps)`` element containers: 1- or 2-byte
-    integers as given, float16 bits as uint16, C-contiguous uint16 for 10-bit formats."""
+    """Validate an image and return it as ``(H, W, comps)`` element containers (``(H, W, 3)``
+    for an X format given three): 1- or 2-byte integers as given, float16 bits as uint16,
+    C-contiguous uint16 for 10-bit formats."""
     arr = little_endian(img if type(img) is np.ndarray else np.asarray(img))
     if arr.ndim == 2 and fmt.comps == 1:
         arr = arr[:, :, None]
@@ -369,7 +370,8 @@ class _PixelPlan:
         self.shape = (h, w, fmt.comps)
 
     def pack(self, comps: np.ndarray, out) -> PixelPlanes:
-        """Packs the validated components ``(H, W, comps)`` into ``out`` or new planes."""
+        """Packs the validated components ``(H, W, comps)`` (``(H, W, 3)`` for an X format given
+        three: X written as 0) into ``out`` or new planes."""
         fmt, strides, sizes, pre = self.fmt, self.strides, self.sizes, self.pre
         if comps.ndim == 2:  # (H, W) of a 1-component format
             comps = comps[:, :, None]
@@ -397,7 +399,7 @@ class _PixelPlan:
                     _words(comps, fmt, buf.view(np.uint32))
                     return PixelPlanes._fast(tuple(bufs), strides, fmt.name, self.shape, self.x_offset)
                 comps = _words(comps, fmt)
-            order = fmt.line_order if comps.shape[2] == fmt.comps else fmt.line_order_no_x
+            order = fmt.line_order_no_x if fmt.has_x and comps.shape[2] == 3 else fmt.line_order
             _core.pack_pixel_lines(np.ascontiguousarray(comps), order, buf, strides[0], pre[0])
         return PixelPlanes._fast(tuple(bufs), strides, fmt.name, self.shape, self.x_offset)
 
