@@ -145,10 +145,10 @@ inline void each_matrix(const TransposeArgs& a, F f) {
 inline bool sides_in(const TransposeArgs& a, unsigned allowed) { return (sides_of(a) & allowed) != 0; }
 
 // A streamed call that a kernel writing 64 bytes of each column per block of `block_rows` rows
-// (one store, or two in a row) streams in whole lines: every column segment 64-byte aligned (dst, dst_stride and,
-// for a batch, dst_step multiples of 64) and no overlapping last block (rows a multiple of
-// block_rows). Non-temporal stores of whole lines need not read them in, and leave no partial
-// line in the write-combining buffers wherever the columns lie.
+// (one store, or two in a row) streams in whole lines: every column segment 64-byte aligned
+// (dst, dst_stride and, for a batch, dst_step multiples of 64) and no overlapping last block
+// (rows a multiple of block_rows). Non-temporal stores of whole lines need not read them in, and
+// leave no partial line in the write-combining buffers wherever the columns lie.
 inline bool whole_lines(const TransposeArgs& a, int64_t block_rows) {
   return sides_of(a) == kStreamed && reinterpret_cast<uintptr_t>(a.dst) % 64 == 0 && a.dst_stride % 64 == 0 &&
          (a.count <= 1 || a.dst_step % 64 == 0) && a.rows % block_rows == 0;
