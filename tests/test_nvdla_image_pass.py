@@ -52,8 +52,8 @@ def test_pass_matches_loop_reference(fmt, precision):
 @pytest.mark.parametrize("R, S, f", [(3, 3, 1), (7, 7, 2), (9, 4, 4), (3, 11, 1), (4, 17, 1)])
 def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
     """Each pass, forced (AVX-512 VBMI permutations of a window of kernels where a row group fits;
-    SSSE3 shuffles of that window where it holds 2 or more kernels, else interleaving; element by
-    element), on a C-contiguous source and on a strided view of the same values: the same bytes
+    SSSE3 shuffles of that window where it holds 2 or more kernels, else interleaving, a kernel
+    group per call with AVX2, a kernel per call with SSSE3; element by element), on a C-contiguous source and on a strided view of the same values: the same bytes
     as the reference, nothing written past the descriptor, the source unchanged."""
     precision = {np.int8: "int8", np.int16: "int16", np.float16: "fp16"}[dtype]
     kpg, cpb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
@@ -65,7 +65,7 @@ def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
     want = ref.pack_image_weights(w, cdata, f, kpg=kpg, cb=cpb, tail=1)
     strided = np.zeros(w.shape[:3] + (2 * S,), dtype)[..., ::2]
     strided[...] = w
-    for src, path in itertools.product((w, strided), ("avx512", "ssse3", "scalar")):
+    for src, path in itertools.product((w, strided), ("avx512", "avx2", "ssse3", "scalar")):
         out = np.full(layout.nbytes + 64, 0xA5, np.uint8)
         before = src.copy()
         assert _core.image_weights_pack(src, out, cdata, f, kpg, cpb, layout._core, path) == layout.nbytes
@@ -75,11 +75,12 @@ def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
 
 
 @linux_only
-@pytest.mark.parametrize("path", ["avx512", "ssse3"])
-@pytest.mark.parametrize("dtype, cdata, S", [(np.int8, 4, 3), (np.int8, 3, 7), (np.int16, 4, 5), (np.int16, 2, 3)])
+@pytest.mark.parametrize("path", ["avx512", "avx2", "ssse3"])
+@pytest.mark.parametrize("dtype, cdata, S", [(np.int8, 4, 3), (np.int8, 3, 7), (np.int8, 4, 11), (np.int16, 4, 5),
+                                            (np.int16, 2, 3)])
 def test_vector_loads_stop_at_the_source_end(dtype, cdata, S, path):
     """A source whose last byte ends a page followed by an inaccessible one: the vector loads of
-    the last kernels (128-byte windows, 16-byte plane loads) read nothing past the array (a read
+    the last kernels (128-byte windows, 16- and 32-byte plane loads) read nothing past the array (a read
     there would crash the test)."""
     w = np.random.default_rng(3).integers(-100, 100, (37, cdata - 1, 3, S)).astype(dtype)
     precision = "int8" if dtype == np.int8 else "int16"
@@ -133,7 +134,7 @@ def test_pass_refuses_a_descriptor_of_another_order_or_sizes():
                                  image_weights.image_layout(40, 12, 8, 2, "int16", NV_FULL)._core)
 
 
-@pytest.mark.parametrize("path", ["avx512", "ssse3", "scalar"])
+@pytest.mark.parametrize("path", ["avx512", "avx2", "ssse3", "scalar"])
 @pytest.mark.parametrize("K, R, f", [(12000, 5, 2), (30000, 3, 1)])
 def test_pass_on_two_threads(path, K, R, f):
     """A layer of more than 1 MiB runs its kernel groups on two threads (each writes only its own
@@ -168,7 +169,7 @@ def test_window_passes_on_every_small_geometry(dtype):
                 continue
             layout = image_weights.image_layout(w.shape[0], cdata * S, R, f, precision, NV_FULL)
             want = ref.pack_image_weights(w, cdata, f, kpg=kpg, cb=cpb, tail=1)[:layout.nbytes]
-            for path in ("avx512", "ssse3"):
+            for path in ("avx512", "avx2", "ssse3"):
                 out = np.full(layout.nbytes + 64, 0xA5, np.uint8)
                 _core.image_weights_pack(w, out, cdata, f, kpg, cpb, layout._core, path)
                 assert np.array_equal(out[:layout.nbytes], want), (R, S, cdata, C, f, path)

@@ -10,6 +10,7 @@
 #include "npupack/checked.hpp"
 #include "npupack/errors.hpp"
 #include "npupack/parallel.hpp"
+#include "image_weights_avx2.hpp"
 #include "image_weights_ssse3.hpp"
 #include "image_weights_vbmi.hpp"
 #include "row_copy.hpp"
@@ -125,6 +126,21 @@ __attribute__((target("ssse3"))) void interleave_ssse3(const char* src, const ch
 }
 #endif
 
+// A kernel group's planes into pixels in one call (image_weights_avx2.hpp).
+using GroupInterleave = void (*)(const char*, const char*, const ImageWeightsSpec&, int64_t, int64_t, char*);
+
+#ifdef NPUPACK_IMAGE_SSSE3
+template <int ES>
+GroupInterleave group_interleave(int64_t cdata) {
+  switch (cdata) {
+    case 1: return image::interleave_group_avx2<ES, 1>;
+    case 2: return image::interleave_group_avx2<ES, 2>;
+    case 3: return image::interleave_group_avx2<ES, 3>;
+    default: return image::interleave_group_avx2<ES, 4>;
+  }
+}
+#endif
+
 #ifdef NPUPACK_IMAGE_SHUFFLE
 // The window tables of the last geometry packed on this thread (kernels' shape, components,
 // post-extension, element size, kernels per window, pass): building the shuffle steps costs
@@ -224,8 +240,12 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
                      sp.stride[0] == sp.c * n * es && src_bytes >= sp.k * sp.c * n * es;
 #ifdef NPUPACK_IMAGE_SSSE3
   const bool vector = dense && cpu().ssse3 && allows(sp.path, KernelPath::kSsse3);
+  const GroupInterleave group_avx2 = !vector || !cpu().avx2 || !allows(sp.path, KernelPath::kAvx2) ? nullptr
+                                     : es == 1 ? group_interleave<1>(sp.cdata)
+                                               : group_interleave<2>(sp.cdata);
 #else
   (void)dense;
+  const GroupInterleave group_avx2 = nullptr;
 #endif
   // A kernel group's pixels are made first, then its rows copied in output order: the copies
   // then read stores that have long left the store buffer (reading a row right after the vector
@@ -254,7 +274,7 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
   const image::ShuffleTable &first_st = tables.first_st, &last_st = tables.last_st;
 #endif
   auto work = [&](int64_t g0, int64_t g1) {
-    std::vector<char> px(static_cast<size_t>(kpg * kernel_px + 64));
+    std::vector<char> px(static_cast<size_t>(kpg * kernel_px + 128));  // the vector passes' slack
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t k0 = g * kpg, kn = std::min(kpg, k - k0);
 #ifdef NPUPACK_IMAGE_SHUFFLE
@@ -274,7 +294,8 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
         continue;
       }
 #endif
-      for (int64_t q = 0; q < kn; ++q) {
+      if (group_avx2) group_avx2(src, src + src_bytes, sp, k0, kn, px.data());
+      for (int64_t q = 0; q < kn && !group_avx2; ++q) {
         char* kp = px.data() + q * kernel_px;
 #ifdef NPUPACK_IMAGE_SSSE3
         if (vector && es == 1) interleave_ssse3<1>(src, src + src_bytes, sp, k0 + q, kp);
@@ -289,6 +310,12 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
         for (int64_t a = 0; a < row_groups; ++a) {  // kn rows of a row group (or block), back to back
           const int64_t row = (blocks == 1 ? std::min(f, r - a * f) * x : w) * es;
           char* d = dst + geo.row_offset(sp, k0, kn, cb, a, 0, 0);
+#ifdef NPUPACK_IMAGE_SSSE3
+          if (group_avx2 && row > 32 && row <= 64) {
+            image::copy_rows_32_64(px.data() + (a * f * x + cb * cpb) * es, kernel_px, d, row, kn, row);
+            continue;
+          }
+#endif
           detail::copy_rows(px.data() + (a * f * x + cb * cpb) * es, kernel_px, d, row, kn, static_cast<size_t>(row));
         }
       }

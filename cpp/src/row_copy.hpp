@@ -146,10 +146,11 @@ bool copy_rows_finite16(const char* src, int64_t sstep, char* dst, int64_t dstep
 }
 // n rows of `row` bytes, by the constant-size copies above where the size has one.
 inline void copy_rows(const char* src, int64_t sstep, char* dst, int64_t dstep, int64_t n, size_t row) {
-  if (row > 4 && row < 32 && row != 8 && row != 16) {
+  if (row > 4 && row < 64 && row != 8 && row != 16 && row != 32) {
     if (row < 8) return copy_rows_overlap<4>(src, sstep, dst, dstep, n, row);
     if (row < 16) return copy_rows_overlap<8>(src, sstep, dst, dstep, n, row);
-    return copy_rows_overlap<16>(src, sstep, dst, dstep, n, row);
+    if (row < 32) return copy_rows_overlap<16>(src, sstep, dst, dstep, n, row);
+    return copy_rows_overlap<32>(src, sstep, dst, dstep, n, row);
   }
   switch (row) {
     case 4: return copy_rows_n<4>(src, sstep, dst, dstep, n);
