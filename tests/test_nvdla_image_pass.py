@@ -47,14 +47,17 @@ def test_pass_matches_loop_reference(fmt, precision):
         assert np.array_equal(w.view(np.uint8), before.view(np.uint8))
 
 
-@pytest.mark.parametrize("cdata, C, dtype", [(4, 3, np.int8), (4, 4, np.int8), (3, 3, np.int8), (3, 2, np.int16),
-                                             (1, 1, np.int8), (4, 3, np.float16), (3, 3, np.float16)])
-@pytest.mark.parametrize("R, S, f", [(3, 3, 1), (7, 7, 2), (9, 4, 4), (3, 11, 1), (4, 17, 1)])
+@pytest.mark.parametrize("cdata, C, dtype", [(4, 3, np.int8), (4, 4, np.int8), (3, 3, np.int8), (2, 1, np.int8),
+                                             (1, 1, np.int8), (3, 2, np.int16), (2, 2, np.int16), (1, 1, np.int16),
+                                             (4, 3, np.float16), (3, 3, np.float16)])
+@pytest.mark.parametrize("R, S, f", [(3, 3, 1), (7, 7, 2), (9, 4, 4), (3, 11, 1), (4, 17, 1), (3, 70, 1)])
 def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
     """Each pass, forced (AVX-512 VBMI permutations of a window of kernels where a row group fits;
-    SSSE3 shuffles of that window where it holds 2 or more kernels, else interleaving, a kernel
-    group per call with AVX2, a kernel per call with SSSE3; element by element), on a C-contiguous source and on a strided view of the same values: the same bytes
-    as the reference, nothing written past the descriptor, the source unchanged."""
+    SSSE3 shuffles of that window where it holds 2 or more kernels, else interleaving: a kernel
+    group per call with AVX2, a kernel per call with SSSE3; element by element), on a C-contiguous
+    source and on a strided view of the same values: the same bytes as the reference, nothing
+    written past the descriptor, the source unchanged. 1x70 rows span several channel blocks,
+    which only the interleaving passes take, for every component count and element size."""
     precision = {np.int8: "int8", np.int16: "int16", np.float16: "fp16"}[dtype]
     kpg, cpb = NV_FULL.kernels_per_group(precision), NV_FULL.channels_per_block
     if f > 1 and cdata * S > cpb:
@@ -76,8 +79,8 @@ def test_each_path_and_layout_of_the_source(cdata, C, dtype, R, S, f):
 
 @linux_only
 @pytest.mark.parametrize("path", ["avx512", "avx2", "ssse3"])
-@pytest.mark.parametrize("dtype, cdata, S", [(np.int8, 4, 3), (np.int8, 3, 7), (np.int8, 4, 11), (np.int16, 4, 5),
-                                            (np.int16, 2, 3)])
+@pytest.mark.parametrize("dtype, cdata, S", [(np.int8, 4, 3), (np.int8, 3, 7), (np.int8, 4, 11), (np.int8, 3, 23),
+                                            (np.int8, 2, 33), (np.int16, 4, 5), (np.int16, 2, 3), (np.int16, 2, 17)])
 def test_vector_loads_stop_at_the_source_end(dtype, cdata, S, path):
     """A source whose last byte ends a page followed by an inaccessible one: the vector loads of
     the last kernels (128-byte windows, 16- and 32-byte plane loads) read nothing past the array (a read

@@ -264,8 +264,8 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
   const bool vbmi = false;
 #endif
   // The shuffles pay where a step makes several kernels' row groups; one kernel's (5x5, 7x7)
-  // costs a step's loop and tail for each of its row groups, and interleaving its planes 16
-  // pixels at a time does better.
+  // costs a step's loop and tail for each of its row groups, and interleaving its planes, many
+  // pixels per plane load, does better.
   if (!vbmi && m < 2) m = 0;
   // Bound here, on the calling thread: the workers read this thread's tables.
   const image::WindowTables& tables = m > 0 ? window_tables(sp, m, vbmi) : image::WindowTables::none();

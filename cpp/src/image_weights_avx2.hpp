@@ -1,7 +1,8 @@
-// Image-input weights, interleaving pass with AVX2 (docs/nvdla.md §8.3): the planes of a whole
-// kernel group into pixels in one call, 32 bytes of each plane at a time. Kernels whose row group
-// is too wide for a permutation window (5x5, 7x7) take this pass; a call per kernel, with its
-// setup and a bounds test per load, cost as much as the unpacks.
+// Image-input weights, interleaving pass with AVX2 (docs/nvdla.md §8.3, docs/design.md §4.7): the
+// planes of a whole kernel group into pixels in one call, 32 bytes of each plane at a time. It
+// takes the kernels that no window pass takes (without VBMI, one kernel per window, as 5x5 and
+// 7x7; C' over several channel blocks). One call per group, not per kernel: the per-kernel setup
+// and a bounds test on every load are then paid once per group and once per kernel.
 #pragma once
 #include <cstdint>
 #include <cstring>
