@@ -310,12 +310,6 @@ void image_weights_pack(const char* src, int64_t src_bytes, const ImageWeightsSp
         for (int64_t a = 0; a < row_groups; ++a) {  // kn rows of a row group (or block), back to back
           const int64_t row = (blocks == 1 ? std::min(f, r - a * f) * x : w) * es;
           char* d = dst + geo.row_offset(sp, k0, kn, cb, a, 0, 0);
-#ifdef NPUPACK_IMAGE_SSSE3
-          if (group_avx2 && row > 32 && row <= 64) {
-            image::copy_rows_32_64(px.data() + (a * f * x + cb * cpb) * es, kernel_px, d, row, kn, row);
-            continue;
-          }
-#endif
           detail::copy_rows(px.data() + (a * f * x + cb * cpb) * es, kernel_px, d, row, kn, static_cast<size_t>(row));
         }
       }

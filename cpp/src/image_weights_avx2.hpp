@@ -94,18 +94,6 @@ __attribute__((target("avx2"))) void interleave_group_avx2(const char* src, cons
   }
 }
 
-// n rows of `row` bytes, 32 < row <= 64 (the row groups of post-extended 5x5 and 7x7 kernels):
-// two overlapping 32-byte moves per row, where the baseline build's row copy makes four.
-__attribute__((target("avx2"))) inline void copy_rows_32_64(const char* src, int64_t sstep, char* dst, int64_t dstep,
-                                                           int64_t n, int64_t row) {
-  for (int64_t i = 0; i < n; ++i) {
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * sstep));
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * sstep + row - 32));
-    store(dst + i * dstep, a);
-    store(dst + i * dstep + row - 32, b);
-  }
-}
-
 }  // namespace image
 }  // namespace npupack
 #endif
