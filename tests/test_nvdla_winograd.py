@@ -400,6 +400,75 @@ def test_every_kernel_path_gives_the_reference_bytes(precision, saturate):
         assert (out[layout.nbytes:] == 0xA5).all(), path
 
 
+def _transform_in(g, dtype):
+    """t = G g Gᵀ of taps g (n, 9: r, s) evaluated in `dtype` by docs/nvdla.md §9.4's matrix, in
+    the kernels' order of operations (sums left to right, then halved); (n, 16) outputs."""
+    g = [g[:, j].astype(dtype) for j in range(9)]
+    half, zero = dtype(0.5), dtype(0.0)
+    a = []
+    for g0, g1, g2 in ((g[0], g[3], g[6]), (g[1], g[4], g[7]), (g[2], g[5], g[8])):
+        a.append((g0, half * ((g0 + g1) + g2), half * ((g0 - g1) + g2), g2))
+    t = []
+    for i in range(4):
+        a0, a1, a2 = a[0][i], a[1][i], a[2][i]
+        t += [a0 + zero, half * ((a0 + a1) + a2) + zero, half * ((a0 - a1) + a2) + zero, a2 + zero]
+    return np.stack(t, axis=1)
+
+
+@pytest.mark.parametrize("span", [8, 9, 10, 11])
+def test_fp16_float32_lanes_at_their_exactness_bound(span):
+    """float16 to fp16 takes float32 lanes (AVX2, docs/design.md §4.3) where the exponents of a
+    lane's nonzero taps span at most 10, the bound at which float32 evaluation is exact. Slices at
+    the edge of that bound: eight taps just under 2^(E+1) and one 2^span times smaller, every
+    mantissa bit set, so that sums need every bit float has. Up to span 10 evaluating in float32
+    rounds to the same halves as in float64; at span 11 it does not for many of them. Either way
+    every path packs the float64 reference's bytes."""
+    from npupack import _core
+    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
+
+    rng = np.random.default_rng(span)
+    n = 4000
+    E = rng.integers(-3, 4, n)
+    top = np.float16(2.0 - 2.0**-10) * np.float16(2.0) ** E[:, None].astype(np.float16)
+    g = np.minimum((rng.uniform(1.5, 2.0, (n, 9)) * 2.0 ** E[:, None]).astype(np.float16), top)
+    tiny = (2.0 - 2.0**-10) * 2.0 ** (E - span) * rng.choice([-1.0, 1.0], n)
+    g[np.arange(n), rng.integers(0, 9, n)] = tiny.astype(np.float16)
+    e = (g.view(np.uint16) >> 10) & 0x1F
+    assert (e.max(axis=1) - e.min(axis=1) == span).all()
+    differs = (_transform_in(g, np.float64).astype(np.float16).view(np.uint16)
+               != _transform_in(g, np.float32).astype(np.float16).view(np.uint16)).any(axis=1)
+    if span <= 10:
+        assert not differs.any()
+        pick = g[:64]
+    else:
+        assert differs.sum() > n // 50
+        pick = g[differs][:64]
+    w = pick.reshape(2, 32, 3, 3)  # every 4-channel block of the two kernels: eight lanes of this span
+    want = expected(w, "fp16")[0]
+    layout = winograd_descriptor(w.shape, (1, 1), "fp16", NV_FULL)
+    for path in ("avx512", "avx2", "scalar"):
+        out = np.full(layout.nbytes, 0xA5, np.uint8)
+        _core.winograd_pack(w, out, 1, 1, layout.shape[1], NV_FULL.kernels_per_group("fp16"), layout._core,
+                            _TARGET_CODE["fp16"], 0, False, True, 1.0, path)
+        assert np.array_equal(out, want[:layout.nbytes]), path
+
+
+def test_fp16_lanes_of_infinities_and_zeros():
+    """Lanes whose taps are only INF, -INF and zeros (a span of 0 for the float32 lanes): INF and
+    NaN where §9.4's sums in float64 give them, the same halves elsewhere (+0 for zero)."""
+    bits = np.random.default_rng(3).choice(np.array([0x7C00, 0xFC00, 0x0000, 0x8000], np.uint16), (2, 32, 3, 3))
+    w = bits.view(np.float16)
+    with np.errstate(invalid="ignore"):
+        want = _transform_in(w.reshape(-1, 9), np.float64).astype(np.float16).reshape(2, 32, 4, 4)
+    want[want == 0] = 0
+    T = unpack_weights(pack_weights(w, kind="winograd", allow_nan=True, saturate=False), logical=False)
+    got = np.ascontiguousarray(T[:, :32])
+    nan = np.isnan(want)
+    assert nan.any() and np.isinf(want).any()
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+
 def test_kernels_per_group_beyond_any_size_packs_as_one_group():
     """A kpg above K (any size, up to the largest int64) maps as one group of K kernels: the same
     bytes as kpg = K, no size computed from it; byte-swapped weights are a TypeError."""

@@ -15,6 +15,8 @@
 #include "winograd_int.hpp"
 #include "winograd_int_avx512.hpp"
 #include "winograd_avx512.hpp"
+#include "winograd_cube_avx2.hpp"
+#include "winograd_f16_avx2.hpp"
 #include "winograd_round.hpp"
 #include "winograd_transform.hpp"
 
@@ -26,129 +28,18 @@ namespace npupack {
 
 namespace {
 
+using wg::load;
 using wg::round_cube;
 using wg::store_int_cube;
-
-// Binary16 bits -> double, exactly (every half value is a double), by bit assembly.
-inline double half_to_double(uint16_t h) {
-  const uint64_t sign = static_cast<uint64_t>(h & 0x8000) << 48;
-  const uint64_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  double v;
-  if (e == 0) {
-    v = static_cast<double>(m) * 5.9604644775390625e-08;  // m * 2^-24, exact
-    uint64_t b;
-    std::memcpy(&b, &v, 8);
-    b |= sign;
-    std::memcpy(&v, &b, 8);
-    return v;
-  }
-  const uint64_t b = sign | ((e == 31 ? uint64_t{2047} : e - 15 + 1023) << 52) | (m << 42);
-  std::memcpy(&v, &b, 8);
-  return v;
-}
-
-template <WgSource S>
-inline double load(const char* p) {
-  if constexpr (S == WgSource::I8) return static_cast<double>(*reinterpret_cast<const int8_t*>(p));
-  if constexpr (S == WgSource::U8) return static_cast<double>(*reinterpret_cast<const uint8_t*>(p));
-  if constexpr (S == WgSource::I16 || S == WgSource::U16 || S == WgSource::F16) {
-    uint16_t b;
-    std::memcpy(&b, p, 2);
-    if constexpr (S == WgSource::I16) return static_cast<double>(static_cast<int16_t>(b));
-    if constexpr (S == WgSource::U16) return static_cast<double>(b);
-    if constexpr (S == WgSource::F16) return half_to_double(b);
-  }
-  if constexpr (S == WgSource::F32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return static_cast<double>(f);
-  }
-  if constexpr (S == WgSource::F64) {
-    double d;
-    std::memcpy(&d, p, 8);
-    return d;
-  }
-  return 0.0;
-}
-
 using wg::Lanes4;
 using wg::transform;
 
 #ifdef NPUPACK_WG_F16C
+using wg::cube_avx2;
 using wg::fp16_cube_f16c;
-using wg::store8_fp16;
+using wg::tap_bytes;
 
 bool has_f16c(const WinogradSpec& sp) { return allows(sp.path, KernelPath::kAvx2) && cpu().avx2 && cpu().f16c; }
-
-template <WgSource S>
-constexpr int64_t tap_bytes() {
-  return S == WgSource::I8 || S == WgSource::U8 ? 1 : S == WgSource::F32 ? 4 : S == WgSource::F64 ? 8 : 2;
-}
-
-// The 9 taps of one channel, back to back in the source, as doubles: taps 0-3, 4-7 and 8.
-template <WgSource S>
-__attribute__((target("avx2,f16c"))) inline void load_taps(const char* p, __m256d& lo, __m256d& hi, double& last) {
-  if constexpr (S == WgSource::I8 || S == WgSource::U8) {  // 8 of the 9 bytes, widened exactly
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    const __m256i w = S == WgSource::I8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-    lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(w));
-    hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(w, 1));
-  } else if constexpr (S == WgSource::I16 || S == WgSource::U16) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m256i w = S == WgSource::I16 ? _mm256_cvtepi16_epi32(h) : _mm256_cvtepu16_epi32(h);
-    lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(w));
-    hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(w, 1));
-  } else if constexpr (S == WgSource::F16) {
-    const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
-    hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
-  } else if constexpr (S == WgSource::F32) {
-    const __m256 f = _mm256_loadu_ps(reinterpret_cast<const float*>(p));
-    lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
-    hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
-  } else {
-    lo = _mm256_loadu_pd(reinterpret_cast<const double*>(p));
-    hi = _mm256_loadu_pd(reinterpret_cast<const double*>(p) + 4);
-  }
-  last = load<S>(p + 8 * tap_bytes<S>());
-}
-
-// 4x4 transpose of doubles: rows r[l] (one channel each) -> columns c[j] (one tap, four channels).
-__attribute__((target("avx2"))) inline void transpose4(const __m256d r[4], __m256d* c) {
-  const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
-  const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
-  c[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-  c[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-  c[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-  c[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
-}
-
-// One cube of four consecutive channels (lane l at base + l * cstride, taps back to back), kept
-// in registers: the taps are loaded whole and transposed into lanes (the scalar path assembles
-// them element by element in memory, and reading them as vectors right after scalar writes
-// stalled on store forwarding). The outputs are then in the cube's memory order (lane = channel
-// fastest) and are rounded from the registers: fp16 targets as fp16_cube_f16c does, integer
-// targets as round_cube does.
-template <WgSource S, WgTarget T, IntRounding M>
-__attribute__((target("avx2,f16c"))) void cube_avx2(const char* base, int64_t cstride, char* out, bool saturate,
-                                                     double scale) {
-  __m256d lo[4], hi[4], taps[8];
-  double last[4];
-  for (int l = 0; l < 4; ++l) load_taps<S>(base + l * cstride, lo[l], hi[l], last[l]);
-  transpose4(lo, taps);
-  transpose4(hi, taps + 4);
-  Lanes4 g[9], t[16];
-  for (int j = 0; j < 8; ++j) g[j] = taps[j];
-  g[8] = Lanes4{last[0], last[1], last[2], last[3]};
-  transform(g, t);
-  if constexpr (T == WgTarget::F16) {
-    for (int i = 0; i < 16; i += 2) store8_fp16(t[i], t[i + 1], out + 8 * i, saturate);
-  } else {
-    __m256d v[16];
-    for (int i = 0; i < 16; ++i) v[i] = t[i];
-    wg::store_int_avx2<T, M>(v, scale, out);
-  }
-}
 #endif
 
 // Where the four lanes of a 4-channel block read from: source channel and stride phase.
@@ -257,14 +148,43 @@ void int_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, in
 }
 #endif
 
+// Whether the float16 row kernels apply to every cube row of four real channels: float16 to
+// float16 rounded to nearest even, 3x3 taps and channels back to back.
+template <WgSource S, WgTarget T>
+bool f16_rows_plain(const WinogradSpec& sp) {
+  return S == WgSource::F16 && T == WgTarget::F16 && sp.fp16_rounding == Fp16Rounding::NearestEven &&
+         sp.stride[3] == 2 && sp.stride[2] == 6 && sp.stride[1] == 18;
+}
+
+#if defined(NPUPACK_WG_F16_AVX2) && defined(NPUPACK_WG_F16C)
+// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time in
+// float32 where that is exact, else (and for an odd last kernel) by the float64 cube.
+void f16_row_avx2(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, const Lanes& lanes, char* row) {
+  constexpr int64_t cube_bytes = 128;
+  const char* base = src + k0 * sp.stride[0] + lanes.c[0] * sp.stride[1];
+  int64_t k = 0;
+  for (; k + 1 < kn; k += 2) {  // prefetched as int_row does
+    const char *a = base + k * sp.stride[0], *b = a + sp.stride[0];
+    _mm_prefetch(a + 16 * sp.stride[1], _MM_HINT_T0);
+    _mm_prefetch(b + 16 * sp.stride[1], _MM_HINT_T0);
+    if (wg::f16_cube_pair_f32(a, b, row + k * cube_bytes, row + (k + 1) * cube_bytes, sp.saturate)) continue;
+    cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k, lanes, row + k * cube_bytes);
+    cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k + 1, lanes,
+                                                                 row + (k + 1) * cube_bytes);
+  }
+  if (k < kn) {
+    cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k, lanes, row + k * cube_bytes);
+  }
+}
+#endif
+
 #ifdef NPUPACK_WG_AVX512
 // Whether f16_row applies to every cube row of four real channels: float16 to float16 rounded to
 // nearest even, 3x3 taps and channels back to back, AVX-512 BW.
 template <WgSource S, WgTarget T>
 bool f16_rows(const WinogradSpec& sp) {
-  return S == WgSource::F16 && T == WgTarget::F16 && sp.fp16_rounding == Fp16Rounding::NearestEven &&
-         sp.stride[3] == 2 && sp.stride[2] == 6 && sp.stride[1] == 18 && cpu().avx512bw && cpu().avx2 &&
-         cpu().f16c && allows(sp.path, KernelPath::kAvx512);
+  return f16_rows_plain<S, T>(sp) && cpu().avx512bw && cpu().avx2 && cpu().f16c &&
+         allows(sp.path, KernelPath::kAvx512);
 }
 
 // The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time; an odd
@@ -307,6 +227,9 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #ifdef NPUPACK_WG_AVX512
   const bool f16_pairs = f16_rows<S, T>(sp);
 #endif
+#if defined(NPUPACK_WG_F16_AVX2) && defined(NPUPACK_WG_F16C)
+  const bool f16_pairs_f32 = f16_rows_plain<S, T>(sp) && has_f16c(sp);
+#endif
   auto work = [&](int64_t u0, int64_t u1) {
     int64_t group = -1, group_at = 0;
     for (int64_t u = u0; u < u1; ++u) {
@@ -339,6 +262,12 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #ifdef NPUPACK_WG_AVX512
       if (f16_pairs && lanes.plain) {
         f16_row(src, sp, k0, kn, lanes, row);
+        continue;
+      }
+#endif
+#if defined(NPUPACK_WG_F16_AVX2) && defined(NPUPACK_WG_F16C)
+      if (f16_pairs_f32 && lanes.plain) {
+        f16_row_avx2(src, sp, k0, kn, lanes, row);
         continue;
       }
 #endif
