@@ -415,58 +415,121 @@ def _transform_in(g, dtype):
     return np.stack(t, axis=1)
 
 
-@pytest.mark.parametrize("span", [8, 9, 10, 11])
-def test_fp16_float32_lanes_at_their_exactness_bound(span):
-    """float16 to fp16 takes float32 lanes (AVX2, docs/design.md §4.3) where the exponents of a
-    lane's nonzero taps span at most 10, the bound at which float32 evaluation is exact. Slices at
-    the edge of that bound: eight taps just under 2^(E+1) and one 2^span times smaller, every
-    mantissa bit set, so that sums need every bit float has. Up to span 10 evaluating in float32
-    rounds to the same halves as in float64; at span 11 it does not for many of them. Either way
-    every path packs the float64 reference's bytes."""
-    from npupack import _core
-    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
-
-    rng = np.random.default_rng(span)
-    n = 4000
+def _edge_slices(rng, span, n):
+    """n 3x3 float16 slices (n, 9) at the edge of float32's exactness: eight taps in [1.5, 2) * 2^E
+    (below the largest half of that exponent) and one of exponent E - span with every mantissa bit
+    set, at a random tap, so that the sums need every bit float has."""
     E = rng.integers(-3, 4, n)
     top = np.float16(2.0 - 2.0**-10) * np.float16(2.0) ** E[:, None].astype(np.float16)
     g = np.minimum((rng.uniform(1.5, 2.0, (n, 9)) * 2.0 ** E[:, None]).astype(np.float16), top)
-    tiny = (2.0 - 2.0**-10) * 2.0 ** (E - span) * rng.choice([-1.0, 1.0], n)
-    g[np.arange(n), rng.integers(0, 9, n)] = tiny.astype(np.float16)
+    small = (2.0 - 2.0**-10) * 2.0 ** (E - span) * rng.choice([-1.0, 1.0], n)
+    g[np.arange(n), rng.integers(0, 9, n)] = small.astype(np.float16)
     e = (g.view(np.uint16) >> 10) & 0x1F
     assert (e.max(axis=1) - e.min(axis=1) == span).all()
-    differs = (_transform_in(g, np.float64).astype(np.float16).view(np.uint16)
-               != _transform_in(g, np.float32).astype(np.float16).view(np.uint16)).any(axis=1)
-    if span <= 10:
-        assert not differs.any()
-        pick = g[:64]
-    else:
-        assert differs.sum() > n // 50
-        pick = g[differs][:64]
-    w = pick.reshape(2, 32, 3, 3)  # every 4-channel block of the two kernels: eight lanes of this span
-    want = expected(w, "fp16")[0]
+    return g
+
+
+def _float32_differs(g):
+    """Whether G g Gᵀ evaluated in float32 rounds to other halves than evaluated in float64."""
+    return (_transform_in(g, np.float64).astype(np.float16).view(np.uint16)
+            != _transform_in(g, np.float32).astype(np.float16).view(np.uint16)).any(axis=1)
+
+
+def _pack_fp16_by_path(w, saturate=True):
+    """{path: packed bytes} of float16 weights to fp16, each cube kernel forced in turn."""
+    from npupack import _core
+    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
+
     layout = winograd_descriptor(w.shape, (1, 1), "fp16", NV_FULL)
+    got = {}
     for path in ("avx512", "avx2", "scalar"):
         out = np.full(layout.nbytes, 0xA5, np.uint8)
         _core.winograd_pack(w, out, 1, 1, layout.shape[1], NV_FULL.kernels_per_group("fp16"), layout._core,
-                            _TARGET_CODE["fp16"], 0, False, True, 1.0, path)
+                            _TARGET_CODE["fp16"], 0, False, saturate, 1.0, path)
+        got[path] = out
+    return layout, got
+
+
+@pytest.mark.parametrize("span", [8, 9, 10])
+def test_fp16_float32_lanes_up_to_their_exactness_bound(span):
+    """float16 to fp16 takes float32 lanes (AVX2, docs/design.md §4.3) where the exponents of a
+    lane's nonzero taps span at most 10. Slices at the edge of that bound (_edge_slices) round to
+    the same halves in float32 as in float64 (NumPy's float32, in the kernels' order), and every
+    path packs the float64 reference's bytes."""
+    g = _edge_slices(np.random.default_rng(span), span, 4000)
+    assert not _float32_differs(g).any()
+    w = g[:64].reshape(2, 32, 3, 3)  # every 4-channel block of the two kernels: eight such lanes
+    want = expected(w, "fp16")[0]
+    layout, got = _pack_fp16_by_path(w)
+    for path, out in got.items():
         assert np.array_equal(out, want[:layout.nbytes]), path
 
 
-def test_fp16_lanes_of_infinities_and_zeros():
-    """Lanes whose taps are only INF, -INF and zeros (a span of 0 for the float32 lanes): INF and
-    NaN where §9.4's sums in float64 give them, the same halves elsewhere (+0 for zero)."""
+def test_fp16_one_lane_past_the_bound_sends_its_pair_to_float64():
+    """Pairs of kernels with seven lanes of span 10 and one of span 11 whose float32 evaluation
+    rounds differently (found among edge slices): the one lane, at each of the eight lane
+    positions and with its small tap at tap 8 or elsewhere, sends the pair to the float64 cube, so
+    every path packs the reference's bytes."""
+    rng = np.random.default_rng(11)
+    wide = _edge_slices(rng, 11, 4000)
+    differs = _float32_differs(wide)
+    assert differs.sum() > 100
+    wide = wide[differs]
+    last_tap = wide[(wide[:, 8] != 0) & (np.abs(wide[:, 8]) < np.abs(wide[:, 0]) / 512)]
+    assert len(last_tap) >= 8
+    w = _edge_slices(rng, 10, 2 * 64).reshape(2, 64, 9)  # 16 blocks of eight lanes
+    for block in range(16):
+        lane = block % 8
+        w[lane // 4, 4 * block + lane % 4] = (last_tap if block < 8 else wide)[block]
+    w = w.reshape(2, 64, 3, 3)
+    want = expected(w, "fp16")[0]
+    layout, got = _pack_fp16_by_path(w)
+    for path, out in got.items():
+        assert np.array_equal(out, want[:layout.nbytes]), path
+
+
+@pytest.mark.parametrize("saturate", [True, False])
+def test_fp16_float32_lanes_overflow_subnormals_and_signed_zeros(saturate):
+    """Lanes within the float32 bound carrying the hard values: taps of half's largest exponent
+    whose sums overflow (INF, or +-65504 when saturating), subnormal taps only, and +-0 beside
+    ordinary taps: every path packs the reference's bytes."""
+    rng = np.random.default_rng(29)
+    n = 2 * 64
+    huge = rng.uniform(32768, 65504, (n, 9)) * rng.choice([-1.0, 1.0], (n, 1))
+    subnormal = (rng.integers(1, 0x400, (n, 9)) * 2.0**-24) * rng.choice([-1.0, 1.0], (n, 9))
+    zeros = rng.uniform(1, 2, (n, 9)) * rng.choice([-1.0, 1.0], (n, 9))
+    zeros[rng.random((n, 9)) < 0.4] = 0.0
+    zeros[rng.random((n, 9)) < 0.3] = -0.0
+    kind = rng.integers(0, 3, n)[:, None]
+    w = np.where(kind == 0, huge, np.where(kind == 1, subnormal, zeros)).astype(np.float16)
+    assert (kind == 0).any() and np.signbit(w[w == 0]).any()
+    w = w.reshape(2, 64, 3, 3)
+    want = expected(w, "fp16", saturate=saturate)[0]
+    assert (want.view(np.uint16) & 0x7FFF == (0x7BFF if saturate else 0x7C00)).any()
+    layout, got = _pack_fp16_by_path(w, saturate)
+    for path, out in got.items():
+        assert np.array_equal(out, want[:layout.nbytes]), path
+
+
+@pytest.mark.parametrize("saturate", [True, False])
+def test_fp16_lanes_of_infinities_and_zeros(saturate):
+    """Lanes whose taps are only INF, -INF and zeros (a span of 0 for the float32 lanes): NaN where
+    §9.4's sums in float64 give NaN, INF (+-65504 when saturating) and the same halves elsewhere
+    (+0 for zero), on every path."""
     bits = np.random.default_rng(3).choice(np.array([0x7C00, 0xFC00, 0x0000, 0x8000], np.uint16), (2, 32, 3, 3))
     w = bits.view(np.float16)
     with np.errstate(invalid="ignore"):
         want = _transform_in(w.reshape(-1, 9), np.float64).astype(np.float16).reshape(2, 32, 4, 4)
     want[want == 0] = 0
-    T = unpack_weights(pack_weights(w, kind="winograd", allow_nan=True, saturate=False), logical=False)
-    got = np.ascontiguousarray(T[:, :32])
+    assert np.isnan(want).any() and np.isinf(want).any()
+    if saturate:
+        want[np.isinf(want)] = np.copysign(np.float16(65504), want[np.isinf(want)])
     nan = np.isnan(want)
-    assert nan.any() and np.isinf(want).any()
-    assert np.array_equal(np.isnan(got), nan)
-    assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+    layout, got = _pack_fp16_by_path(w, saturate)
+    for path, out in got.items():
+        T = layout.unpack(out)[:, :32]
+        assert np.array_equal(np.isnan(T), nan), path
+        assert np.array_equal(T[~nan].view(np.uint16), want[~nan].view(np.uint16)), path
 
 
 def test_kernels_per_group_beyond_any_size_packs_as_one_group():

@@ -2,17 +2,19 @@
 // docs/design.md §4.3): four channels of two kernels in eight float lanes, twice the lanes of the
 // float64 cube and no rounding to odd, for the lanes where every step of the transform is exact in
 // float's 24 bits. With E the largest exponent of a lane's taps and e the smallest of its nonzero
-// ones (span E - e), every tap is a multiple of 2^(e-10) below 2^(E+1). The outer rows add three
-// taps: multiples of 2^(e-10) below 2^(E+3), exact for a span up to 11. The inner rows add halved
-// sums: multiples of 2^(e-11) below half the sum of the nine magnitudes, which is below 9 * 2^E
-// (2^(E+4): exact up to span 9) and, once one tap is 2^10 times smaller than the largest, below
-// 2^(E+3) (exact at span 10). So a span of at most 10 is exact (the tests find spans of 11 that
-// are not), and a half subnormal is a multiple of 2^-24, coarser than its bound assumes. The exact
-// value is rounded once by F16C's nearest-even conversion: the half the float64 cube gives, with
-// the same +0 for zero (the same operations in the same order). Lanes with a wider span are left
-// to the float64 cube. INF and NaN need no exception: beside a finite tap their span is too wide,
-// and lanes of only INF, NaN and zero give INF and NaN as float64 does (a NaN's payload may come
-// from the other operand of an addition, as between the other paths).
+// ones (span E - e), every tap is a multiple of 2^(e-10), and a tap of exponent x is at most
+// 2^(x+1) - 2^(x-10). The outer rows add three taps: multiples of 2^(e-10) below 2^(E+3), exact up
+// to span 11. The inner rows add halved sums: multiples of 2^(e-11) of at most half the nine
+// magnitudes' sum, below 9 * 2^E (2^(E+4): exact up to span 9); at span 10 one tap is below
+// 2^(E-9) and the other eight sum to at most 2^(E+4) - 2^(E-7), so half the sum stays below
+// 2^(E+3) (exact). A half subnormal is a multiple of 2^-24, coarser than this assumes. So a span
+// of at most 10 is exact (the tests find spans of 11 that are not), and F16C's nearest-even
+// conversion rounds the exact value once: the half the float64 cube gives (its rounding to odd
+// leaves a value exact in float unchanged), with the same +0 for zero (the same operations in the
+// same order). Lanes with a wider span are left to the float64 cube. INF and NaN need no
+// exception: beside a finite tap their span is too wide, and lanes of only INF, NaN and zero give
+// INF and NaN as float64 does (a NaN's payload may come from the other operand of an addition, as
+// between the other paths).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -90,7 +92,7 @@ __attribute__((target("avx2,f16c"))) inline bool f16_cube_pair_f32(const char* a
     const __m128i x = _mm256_cvtps_ph(t[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m128i y = _mm256_cvtps_ph(t[i + 1], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m128i va = _mm_unpacklo_epi64(x, y), vb = _mm_unpackhi_epi64(x, y);
-    if (saturate) {  // INF of a finite input -> +-65504, as fp16_from_double
+    if (saturate) {  // INF (of finite or INF inputs) -> +-65504, as fp16_from_double
       const __m128i top = _mm_set1_epi16(0x7FFF), inf = _mm_set1_epi16(0x7C00), one = _mm_set1_epi16(1);
       va = _mm_sub_epi16(va, _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(va, top), inf), one));
       vb = _mm_sub_epi16(vb, _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(vb, top), inf), one));
