@@ -371,6 +371,23 @@ def test_float16_weights_every_half_and_layout():
     assert np.array_equal(pack_weights(strided, kind="winograd").weight, want)
 
 
+def _pack_by_path(w, precision, saturate=True):
+    """{path: bytes} of Winograd weights w (K, C, 3, 3) packed by each cube kernel forced in turn
+    (avx512, avx2, scalar; a path the CPU lacks takes the next one down), into a buffer 64 bytes
+    longer than the layout and filled with 0xA5 first; and the layout."""
+    from npupack import _core
+    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
+
+    layout = winograd_descriptor(w.shape, (1, 1), precision, NV_FULL)
+    got = {}
+    for path in ("avx512", "avx2", "scalar"):
+        out = np.full(layout.nbytes + 64, 0xA5, np.uint8)
+        _core.winograd_pack(w, out, 1, 1, layout.shape[1], NV_FULL.kernels_per_group(precision), layout._core,
+                            _TARGET_CODE[precision], 0, False, saturate, 1.0, path)
+        got[path] = out
+    return layout, got
+
+
 @pytest.mark.parametrize("precision, saturate", [("fp16", True), ("fp16", False), ("int8", True), ("int16", True)])
 def test_every_kernel_path_gives_the_reference_bytes(precision, saturate):
     """The cube kernels by instruction set, each forced in turn (float16: AVX-512 pairs of kernels;
@@ -378,9 +395,6 @@ def test_every_kernel_path_gives_the_reference_bytes(precision, saturate):
     bytes as the reference, with full-range integers, an odd last kernel in a group (three: no
     four of them), a short last channel block, fp16 values that overflow and half subnormals;
     nothing written past the layout."""
-    from npupack import _core
-    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
-
     rng = np.random.default_rng(23)
     K, C = 2 * NV_FULL.kernels_per_group(precision) + 3, 13
     if precision == "fp16":
@@ -390,12 +404,8 @@ def test_every_kernel_path_gives_the_reference_bytes(precision, saturate):
         info = np.iinfo(DTYPE[precision])
         w = rng.integers(info.min, info.max, size=(K, C, 3, 3), endpoint=True).astype(DTYPE[precision])
     want = expected(w, precision, saturate=saturate)[0]
-    layout = winograd_descriptor(w.shape, (1, 1), precision, NV_FULL)
-    c_pad = layout.shape[1]
-    for path in ("avx512", "avx2", "scalar"):
-        out = np.full(layout.nbytes + 64, 0xA5, np.uint8)
-        _core.winograd_pack(w, out, 1, 1, c_pad, NV_FULL.kernels_per_group(precision), layout._core,
-                            _TARGET_CODE[precision], 0, False, saturate, 1.0, path)
+    layout, got = _pack_by_path(w, precision, saturate)
+    for path, out in got.items():
         assert np.array_equal(out[:layout.nbytes], want[:layout.nbytes]), path
         assert (out[layout.nbytes:] == 0xA5).all(), path
 
@@ -435,21 +445,6 @@ def _float32_differs(g):
             != _transform_in(g, np.float32).astype(np.float16).view(np.uint16)).any(axis=1)
 
 
-def _pack_fp16_by_path(w, saturate=True):
-    """{path: packed bytes} of float16 weights to fp16, each cube kernel forced in turn."""
-    from npupack import _core
-    from npupack.nvdla.winograd import _TARGET_CODE, winograd_descriptor
-
-    layout = winograd_descriptor(w.shape, (1, 1), "fp16", NV_FULL)
-    got = {}
-    for path in ("avx512", "avx2", "scalar"):
-        out = np.full(layout.nbytes, 0xA5, np.uint8)
-        _core.winograd_pack(w, out, 1, 1, layout.shape[1], NV_FULL.kernels_per_group("fp16"), layout._core,
-                            _TARGET_CODE["fp16"], 0, False, saturate, 1.0, path)
-        got[path] = out
-    return layout, got
-
-
 @pytest.mark.parametrize("span", [8, 9, 10])
 def test_fp16_float32_lanes_up_to_their_exactness_bound(span):
     """float16 to fp16 takes float32 lanes (AVX2, docs/design.md §4.3) where the exponents of a
@@ -460,9 +455,9 @@ def test_fp16_float32_lanes_up_to_their_exactness_bound(span):
     assert not _float32_differs(g).any()
     w = g[:64].reshape(2, 32, 3, 3)  # every 4-channel block of the two kernels: eight such lanes
     want = expected(w, "fp16")[0]
-    layout, got = _pack_fp16_by_path(w)
+    layout, got = _pack_by_path(w, "fp16")
     for path, out in got.items():
-        assert np.array_equal(out, want[:layout.nbytes]), path
+        assert np.array_equal(out[:layout.nbytes], want[:layout.nbytes]), path
 
 
 def test_fp16_one_lane_past_the_bound_sends_its_pair_to_float64():
@@ -483,9 +478,9 @@ def test_fp16_one_lane_past_the_bound_sends_its_pair_to_float64():
         w[lane // 4, 4 * block + lane % 4] = (last_tap if block < 8 else wide)[block]
     w = w.reshape(2, 64, 3, 3)
     want = expected(w, "fp16")[0]
-    layout, got = _pack_fp16_by_path(w)
+    layout, got = _pack_by_path(w, "fp16")
     for path, out in got.items():
-        assert np.array_equal(out, want[:layout.nbytes]), path
+        assert np.array_equal(out[:layout.nbytes], want[:layout.nbytes]), path
 
 
 @pytest.mark.parametrize("saturate", [True, False])
@@ -506,9 +501,9 @@ def test_fp16_float32_lanes_overflow_subnormals_and_signed_zeros(saturate):
     w = w.reshape(2, 64, 3, 3)
     want = expected(w, "fp16", saturate=saturate)[0]
     assert (want.view(np.uint16) & 0x7FFF == (0x7BFF if saturate else 0x7C00)).any()
-    layout, got = _pack_fp16_by_path(w, saturate)
+    layout, got = _pack_by_path(w, "fp16", saturate)
     for path, out in got.items():
-        assert np.array_equal(out, want[:layout.nbytes]), path
+        assert np.array_equal(out[:layout.nbytes], want[:layout.nbytes]), path
 
 
 @pytest.mark.parametrize("saturate", [True, False])
@@ -525,9 +520,9 @@ def test_fp16_lanes_of_infinities_and_zeros(saturate):
     if saturate:
         want[np.isinf(want)] = np.copysign(np.float16(65504), want[np.isinf(want)])
     nan = np.isnan(want)
-    layout, got = _pack_fp16_by_path(w, saturate)
+    layout, got = _pack_by_path(w, "fp16", saturate)
     for path, out in got.items():
-        T = layout.unpack(out)[:, :32]
+        T = layout.unpack(out[:layout.nbytes])[:, :32]
         assert np.array_equal(np.isnan(T), nan), path
         assert np.array_equal(T[~nan].view(np.uint16), want[~nan].view(np.uint16)), path
 

@@ -156,10 +156,15 @@ bool f16_rows_plain(const WinogradSpec& sp) {
          sp.stride[3] == 2 && sp.stride[2] == 6 && sp.stride[1] == 18;
 }
 
-#if defined(NPUPACK_WG_F16_AVX2) && defined(NPUPACK_WG_F16C)
-// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time in
-// float32 where that is exact, else (and for an odd last kernel) by the float64 cube.
-void f16_row_avx2(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, const Lanes& lanes, char* row) {
+#ifdef NPUPACK_WG_F16C
+// A pair kernel: the cubes of channels c .. c + 3 of two kernels (36 halves back to back at a and
+// at b) to out_a and out_b, or false when it declines the pair (nothing written).
+using F16Pair = bool (*)(const char* a, const char* b, char* out_a, char* out_b, bool saturate);
+
+// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time by Pair;
+// a pair it declines, and an odd last kernel, by the four-lane float64 cube.
+template <F16Pair Pair>
+void f16_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, const Lanes& lanes, char* row) {
   constexpr int64_t cube_bytes = 128;
   const char* base = src + k0 * sp.stride[0] + lanes.c[0] * sp.stride[1];
   int64_t k = 0;
@@ -167,7 +172,7 @@ void f16_row_avx2(const char* src, const WinogradSpec& sp, int64_t k0, int64_t k
     const char *a = base + k * sp.stride[0], *b = a + sp.stride[0];
     _mm_prefetch(a + 16 * sp.stride[1], _MM_HINT_T0);
     _mm_prefetch(b + 16 * sp.stride[1], _MM_HINT_T0);
-    if (wg::f16_cube_pair_f32(a, b, row + k * cube_bytes, row + (k + 1) * cube_bytes, sp.saturate)) continue;
+    if (Pair(a, b, row + k * cube_bytes, row + (k + 1) * cube_bytes, sp.saturate)) continue;
     cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k, lanes, row + k * cube_bytes);
     cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k + 1, lanes,
                                                                  row + (k + 1) * cube_bytes);
@@ -179,29 +184,12 @@ void f16_row_avx2(const char* src, const WinogradSpec& sp, int64_t k0, int64_t k
 #endif
 
 #ifdef NPUPACK_WG_AVX512
-// Whether f16_row applies to every cube row of four real channels: float16 to float16 rounded to
-// nearest even, 3x3 taps and channels back to back, AVX-512 BW.
+// Whether f16_row with the AVX-512 pair kernel applies to every cube row of four real channels
+// (f16_rows_plain, and AVX-512 BW).
 template <WgSource S, WgTarget T>
 bool f16_rows(const WinogradSpec& sp) {
   return f16_rows_plain<S, T>(sp) && cpu().avx512bw && cpu().avx2 && cpu().f16c &&
          allows(sp.path, KernelPath::kAvx512);
-}
-
-// The kn cubes of one row (channels c .. c + 3 of kernels k0 ..), two kernels at a time; an odd
-// last kernel by the four-lane cube.
-void f16_row(const char* src, const WinogradSpec& sp, int64_t k0, int64_t kn, const Lanes& lanes, char* row) {
-  constexpr int64_t cube_bytes = 128;
-  const char* base = src + k0 * sp.stride[0] + lanes.c[0] * sp.stride[1];
-  int64_t k = 0;
-  for (; k + 1 < kn; k += 2) {  // prefetched as int_row does
-    _mm_prefetch(base + k * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
-    _mm_prefetch(base + (k + 1) * sp.stride[0] + 16 * sp.stride[1], _MM_HINT_T0);
-    wg::f16_cube_pair(base + k * sp.stride[0], base + (k + 1) * sp.stride[0], row + k * cube_bytes,
-                      row + (k + 1) * cube_bytes, sp.saturate);
-  }
-  if (k < kn) {
-    cube<WgSource::F16, WgTarget::F16, IntRounding::NearestEven>(src, sp, k0 + k, lanes, row + k * cube_bytes);
-  }
 }
 #endif
 
@@ -261,13 +249,13 @@ void pack_all(const char* src, const WinogradSpec& sp, const BlockedLayout& full
 #endif
 #ifdef NPUPACK_WG_AVX512
       if (f16_pairs && lanes.plain) {
-        f16_row(src, sp, k0, kn, lanes, row);
+        f16_row<wg::f16_cube_pair>(src, sp, k0, kn, lanes, row);
         continue;
       }
 #endif
 #if defined(NPUPACK_WG_F16_AVX2) && defined(NPUPACK_WG_F16C)
       if (f16_pairs_f32 && lanes.plain) {
-        f16_row_avx2(src, sp, k0, kn, lanes, row);
+        f16_row<wg::f16_cube_pair_f32>(src, sp, k0, kn, lanes, row);
         continue;
       }
 #endif

@@ -62,8 +62,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m256 round_to_odd8(__
 }
 
 // Channels c .. c + 3 of two kernels: 36 halves back to back at a and at b (9 taps per channel);
-// cube a written to out_a, cube b to out_b, each c fastest, then s, then r (128 bytes).
-__attribute__((target("avx512f,avx512bw,avx2,f16c"))) inline void f16_cube_pair(const char* a, const char* b,
+// cube a written to out_a, cube b to out_b, each c fastest, then s, then r (128 bytes); true
+// (every value has its float64 lanes: the signature of f16_cube_pair_f32, which may decline).
+__attribute__((target("avx512f,avx512bw,avx2,f16c"))) inline bool f16_cube_pair(const char* a, const char* b,
                                                                             char* out_a, char* out_b,
                                                                             bool saturate) {
   __m512i lo, hi, last;
@@ -98,6 +99,7 @@ __attribute__((target("avx512f,avx512bw,avx2,f16c"))) inline void f16_cube_pair(
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out_a + 8 * i), _mm512_castsi512_si256(v));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out_b + 8 * i), _mm512_extracti64x4_epi64(v, 1));
   }
+  return true;
 }
 
 }  // namespace wg

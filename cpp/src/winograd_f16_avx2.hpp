@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "winograd_round.hpp"
 #include "winograd_transform.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -92,11 +93,7 @@ __attribute__((target("avx2,f16c"))) inline bool f16_cube_pair_f32(const char* a
     const __m128i x = _mm256_cvtps_ph(t[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m128i y = _mm256_cvtps_ph(t[i + 1], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m128i va = _mm_unpacklo_epi64(x, y), vb = _mm_unpackhi_epi64(x, y);
-    if (saturate) {  // INF (of finite or INF inputs) -> +-65504, as fp16_from_double
-      const __m128i top = _mm_set1_epi16(0x7FFF), inf = _mm_set1_epi16(0x7C00), one = _mm_set1_epi16(1);
-      va = _mm_sub_epi16(va, _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(va, top), inf), one));
-      vb = _mm_sub_epi16(vb, _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(vb, top), inf), one));
-    }
+    if (saturate) va = saturate_halves(va), vb = saturate_halves(vb);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out_a + 8 * i), va);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out_b + 8 * i), vb);
   }

@@ -122,15 +122,18 @@ __attribute__((target("avx2,f16c"))) inline __m128 round_to_odd_ps(__m256d d) {
   return _mm256_cvtpd_ps(_mm256_castsi256_pd(odd));
 }
 
+// Eight binary16 with +-INF made +-65504 (0x7C00 -> 0x7BFF, the sign kept), as fp16_from_double
+// saturates.
+__attribute__((target("sse2"))) inline __m128i saturate_halves(__m128i v) {
+  const __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00));
+  return _mm_sub_epi16(v, _mm_and_si128(inf, _mm_set1_epi16(1)));
+}
+
 // Eight doubles (two vectors) -> eight binary16, stored at out.
 __attribute__((target("avx2,f16c"))) inline void store8_fp16(__m256d a, __m256d b, char* out, bool saturate) {
   const __m256 f = _mm256_insertf128_ps(_mm256_castps128_ps256(round_to_odd_ps(a)), round_to_odd_ps(b), 1);
-  __m128i v = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  if (saturate) {
-    const __m128i inf = _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7C00));
-    v = _mm_sub_epi16(v, _mm_and_si128(inf, _mm_set1_epi16(1)));  // 0x7C00 -> 0x7BFF, keeps the sign
-  }
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
+  const __m128i v = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), saturate ? saturate_halves(v) : v);
 }
 
 __attribute__((target("avx2,f16c"))) void fp16_cube_f16c(const double* t, uint16_t* out, bool saturate) {
